@@ -1,0 +1,10 @@
+// Tests run against the TypeScript sources: the '@fleetlimit/source' export condition points each
+// workspace package at src/, and tsx compiles on the fly, so `pnpm test` needs no build first.
+module.exports = {
+  'node-option': ['conditions=@fleetlimit/source', 'import=tsx'],
+  require: ['test/support/root-hooks.ts'],
+  spec: ['test/**/*.test.ts'],
+  extension: ['ts'],
+  timeout: 30_000,
+  reporter: 'spec',
+}

@@ -1,0 +1,69 @@
+/** The stable codes of every error fleetlimit throws. */
+export type FleetlimitErrorCode = 'ERR_FLEETLIMIT_OPTION' | 'ERR_FLEETLIMIT_TIMEOUT' | 'ERR_FLEETLIMIT_STORE'
+
+// A registered symbol, so the brand survives an ESM and a CJS copy of this package
+// loaded side by side, where `instanceof` does not.
+const BRAND = Symbol.for('fleetlimit.error')
+
+export class FleetlimitError extends Error {
+  readonly code: FleetlimitErrorCode
+  readonly [BRAND] = true
+
+  constructor(code: FleetlimitErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = new.target.name
+    this.code = code
+  }
+}
+
+/** An option or argument is invalid: thrown at construction, or by a call given a bad argument. */
+export class OptionError extends FleetlimitError {
+  readonly option: string
+  readonly value: unknown
+
+  constructor(option: string, value: unknown, expected: string) {
+    super(
+      'ERR_FLEETLIMIT_OPTION',
+      `fleetlimit: invalid option \`${option}\`: got ${describe(value)}; expected ${expected}.`,
+    )
+    this.option = option
+    this.value = value
+  }
+}
+
+/** `acquire` could not be admitted within its `maxWaitMs`. */
+export class RateLimitTimeoutError extends FleetlimitError {
+  /** The wait, from the moment of rejection, before this cost could be admitted (a lower bound when others queue ahead). */
+  readonly retryAfterMs: number
+
+  constructor(retryAfterMs: number, maxWaitMs: number) {
+    super(
+      'ERR_FLEETLIMIT_TIMEOUT',
+      `fleetlimit: not admitted within maxWaitMs (${maxWaitMs} ms); the limit allows a retry in ${retryAfterMs} ms.`,
+    )
+    this.retryAfterMs = retryAfterMs
+  }
+}
+
+/** The store failed or missed its deadline, and the policy fails closed. */
+export class StoreError extends FleetlimitError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_FLEETLIMIT_STORE', `fleetlimit: ${message}`, options)
+  }
+}
+
+/** True for any error thrown by fleetlimit (optionally with the given code), whichever copy of the package threw it. */
+export function isFleetlimitError(error: unknown, code?: FleetlimitErrorCode): error is FleetlimitError {
+  if (typeof error !== 'object' || error === null || (error as Record<symbol, unknown>)[BRAND] !== true) return false
+  return code === undefined || (error as FleetlimitError).code === code
+}
+
+/** A short, safe rendering of a value for an error message. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value)
+  if (value === null || value === undefined) return String(value)
+  if (typeof value === 'function') return 'a function'
+  if (Array.isArray(value)) return 'an array'
+  return 'an object'
+}

@@ -1,0 +1,25 @@
+export type { Decision, DecisionSource } from './decision.js'
+export { type Duration, parseDuration } from './duration.js'
+export {
+  FleetlimitError,
+  type FleetlimitErrorCode,
+  isFleetlimitError,
+  OptionError,
+  RateLimitTimeoutError,
+  StoreError,
+} from './errors.js'
+export { buildKey, encodeKeyPart, type KeyInput } from './keys.js'
+export {
+  type AcquireOptions,
+  type ConsumeOptions,
+  createRateLimiter,
+  type LimiterStats,
+  type RateLimiter,
+  type RateLimiterOptions,
+} from './limiter.js'
+export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store.js'
+export { definePolicy, type FallbackOptions, type Policy, type PolicyOptions, type StoreErrorMode } from './policy.js'
+export { type RedisStoreOptions, redisStore } from './redis-store.js'
+export { createScriptRunner, type LuaScript, type ScriptClient, type ScriptRunner } from './script-runner.js'
+export { slidingWindowScript } from './scripts.generated.js'
+export { isStore, STORE, type Store, type WindowRequest, type WindowResult } from './store.js'

@@ -1,0 +1,79 @@
+import { type Duration, parseDuration } from './duration.js'
+import { OptionError } from './errors.js'
+import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
+
+export type StoreErrorMode = 'fail-closed' | 'fail-open'
+
+export interface FallbackOptions {
+  /** Admissions per window for this process alone while the store is failing: size it as quota / maximum replicas. */
+  limit: number
+}
+
+export interface PolicyOptions {
+  /** The most units admitted in any window: a positive whole number. */
+  limit: number
+  /** The window length: ms, or '250ms' | '10s' | '1m' | '1h' | '1d'. */
+  window: Duration
+  /** Part of every key and of the RateLimit-Policy header. Default: `<limit>-per-<window ms>ms`. */
+  name?: string
+  /** Units one call consumes unless the call says otherwise. Default 1. */
+  cost?: number
+  /** What a decision does when the store fails or misses `timeoutMs`. Default 'fail-closed'. */
+  onStoreError?: StoreErrorMode
+  /** While failing open, admit under this strict per-process limit (`source: 'fallback'`). */
+  fallback?: FallbackOptions
+  /** Deadline for one store decision. Default 100 ms. */
+  timeoutMs?: Duration
+}
+
+/** A validated, frozen policy. Its fields are valid options, so `{ store, ...policy }` builds a limiter. */
+export interface Policy {
+  readonly name: string
+  readonly limit: number
+  /** The window in ms. */
+  readonly window: number
+  readonly cost: number
+  readonly onStoreError: StoreErrorMode
+  readonly fallback?: Readonly<FallbackOptions>
+  readonly timeoutMs: number
+}
+
+export const POLICY_OPTION_NAMES = ['name', 'limit', 'window', 'cost', 'onStoreError', 'fallback', 'timeoutMs'] as const
+
+const MAX_LIMIT = 1_000_000_000
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+/** Validates policy options once, into a frozen policy that can be shared by several limiters and routes. */
+export function definePolicy(options: PolicyOptions): Policy {
+  checkOptionNames(options, 'policy', POLICY_OPTION_NAMES)
+  return resolvePolicy(options)
+}
+
+/** Validates the policy fields of an options object whose names were already checked. */
+export function resolvePolicy(options: PolicyOptions): Policy {
+  if (options.limit === undefined) throw new OptionError('limit', undefined, 'a whole number from 1 to 1000000000')
+  if (options.window === undefined) throw new OptionError('window', undefined, "a duration such as 60000 or '1m'")
+  const limit = checkInteger(options.limit, 'limit', 1, MAX_LIMIT)
+  const window = parseDuration(options.window, 'window')
+  const cost = options.cost === undefined ? 1 : checkInteger(options.cost, 'cost', 1, limit)
+
+  const name = options.name ?? `${limit}-per-${window}ms`
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new OptionError('name', name, '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit')
+  }
+
+  const onStoreError = checkOneOf(options.onStoreError ?? 'fail-closed', 'onStoreError', ['fail-closed', 'fail-open'])
+  const timeoutMs = parseDuration(options.timeoutMs ?? 100, 'timeoutMs', { max: 60_000 })
+
+  let fallback: Readonly<FallbackOptions> | undefined
+  if (options.fallback !== undefined) {
+    const raw = checkOptionNames(options.fallback, 'fallback', ['limit'])
+    fallback = Object.freeze({ limit: checkInteger(raw.limit, 'fallback.limit', 1, limit) })
+    if (onStoreError !== 'fail-open') {
+      throw new OptionError('fallback', options.fallback, "no fallback unless onStoreError is 'fail-open'")
+    }
+  }
+
+  const policy: Policy = { name, limit, window, cost, onStoreError, timeoutMs, ...(fallback && { fallback }) }
+  return Object.freeze(policy)
+}

@@ -1,0 +1,83 @@
+import { memoryStore } from '@fleetlimit/core'
+import { expect } from 'chai'
+import fc from 'fast-check'
+
+interface Admission {
+  readonly at: number
+  readonly cost: number
+}
+
+/** Units admitted in the window (t - window, t], by the naive definition. */
+const usedAt = (admissions: readonly Admission[], t: number, windowMs: number) =>
+  admissions.filter((a) => a.at > t - windowMs && a.at <= t).reduce((sum, a) => sum + a.cost, 0)
+
+describe('memoryStore model (fast-check, injected clock)', () => {
+  it('never holds more than the limit in any window, and every denial’s wait is exact', () => {
+    const call = fc.record({
+      advance: fc.integer({ min: 0, max: 300 }),
+      cost: fc.integer({ min: 1, max: 8 }),
+      peek: fc.boolean(),
+    })
+    fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 500 }),
+        fc.array(call, { maxLength: 60 }),
+        async (limit, windowMs, calls) => {
+          let now = 1_000_000
+          const store = memoryStore({ clock: () => now })
+          const admissions: Admission[] = []
+          for (const { advance, cost: rawCost, peek } of calls) {
+            now += advance
+            const cost = Math.min(rawCost, limit)
+            const request = { key: 'k', limit, windowMs, cost }
+            const used = usedAt(admissions, now, windowMs)
+            const result = peek ? await store.peek(request) : await store.consume(request)
+            expect(result.allowed).to.equal(used + cost <= limit)
+            if (result.allowed) {
+              expect(result.remaining).to.equal(peek ? limit - used : limit - used - cost)
+              if (!peek) admissions.push({ at: now, cost })
+              continue
+            }
+            expect(result.remaining).to.equal(Math.max(0, limit - used))
+            // The exact wait: the first whole ms at which this cost would fit, nothing else consumed.
+            let wait = 1
+            while (usedAt(admissions, now + wait, windowMs) + cost > limit) wait++
+            expect(result.retryAfterMs).to.equal(wait)
+          }
+          for (const { at } of admissions) expect(usedAt(admissions, at, windowMs)).to.be.at.most(limit)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('keeps its log sorted when an injected clock steps back', async () => {
+    let now = 10_000
+    const store = memoryStore({ clock: () => now })
+    const request = { key: 'k', limit: 3, windowMs: 1_000, cost: 1 }
+    await store.consume(request)
+    now = 9_500
+    await store.consume(request)
+    now = 10_600
+    // The unit admitted at 9 500 has left; the one of 10 000 remains, beside this one.
+    expect(await store.consume(request)).to.include({ allowed: true, remaining: 1 })
+  })
+
+  it('sweeps idle keys, explicitly and on a later call', async () => {
+    let now = 0
+    const store = memoryStore({ clock: () => now, sweepIntervalMs: 5_000 })
+    for (let i = 0; i < 1_000; i++) await store.consume({ key: `k${i}`, limit: 5, windowMs: 1_000, cost: 1 })
+    expect(store.size).to.equal(1_000)
+    now = 999
+    expect(store.sweep()).to.equal(0)
+    now = 1_000
+    expect(store.sweep()).to.equal(1_000)
+    expect(store.size).to.equal(0)
+
+    for (let i = 0; i < 100; i++) await store.consume({ key: `k${i}`, limit: 5, windowMs: 1_000, cost: 1 })
+    now = 7_000
+    await store.consume({ key: 'fresh', limit: 5, windowMs: 1_000, cost: 1 })
+    expect(store.size, 'the call past sweepIntervalMs swept the idle keys').to.equal(1)
+  })
+})

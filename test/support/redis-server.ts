@@ -1,0 +1,64 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+
+/** A redis-server process that a test started, on a free port of 127.0.0.1. */
+export interface RedisServer {
+  readonly port: number
+  readonly url: string
+  readonly process: ChildProcess
+  stop(): Promise<void>
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const address = server.address()
+  server.close()
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return address.port
+}
+
+/** Starts redis-server (nothing saved to disk) and resolves once it accepts connections. */
+export async function startRedisServer(extraArgs: readonly string[] = []): Promise<RedisServer> {
+  const port = await freePort()
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', '', ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  let log = ''
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString()
+      if (log.includes('Ready to accept connections')) {
+        child.stdout?.off('data', onData)
+        child.stdout?.resume()
+        resolve()
+      }
+    }
+    child.stdout?.on('data', onData)
+    child.stderr?.on('data', (chunk: Buffer) => {
+      log += chunk.toString()
+    })
+    child.once('error', (error) =>
+      reject(
+        new Error(
+          `could not start redis-server (${error.message}): install it (apt-get install -y redis-server) or set REDIS_URL`,
+        ),
+      ),
+    )
+    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}:\n${log}`)))
+  })
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGKILL')
+      await once(child, 'exit')
+    },
+  }
+}
