@@ -78,7 +78,11 @@ describe('options are validated at construction', () => {
     )
     expect(error.value).to.equal(1000)
     expectOptionError(() => createRateLimiter({ ...base, max: 5 } as never), 'createRateLimiter.max', /`limit`/)
-    expectOptionError(() => definePolicy({ ...base, colour: 'red' } as never), 'policy.colour', /accepted: name/)
+    expectOptionError(
+      () => definePolicy({ ...base, colour: 'red' } as never),
+      'policy.colour',
+      /accepted options are name/,
+    )
     expectOptionError(() => memoryStore({ clok: () => 1 } as never), 'memoryStore.clok')
     expectOptionError(() => createRateLimiter({ ...base, fallback: { max: 1 } } as never), 'fallback.max')
   })
@@ -86,14 +90,21 @@ describe('options are validated at construction', () => {
   it('rejects bad names, store modes, timeouts and fallbacks', () => {
     expectOptionError(() => createRateLimiter({ ...base, name: 'a:b' }), 'name')
     expectOptionError(() => createRateLimiter({ ...base, name: '{tag}' }), 'name')
-    expectOptionError(() => createRateLimiter({ ...base, onStoreError: 'ignore' as never }), 'onStoreError', /fail-open/)
+    expectOptionError(
+      () => createRateLimiter({ ...base, onStoreError: 'ignore' as never }),
+      'onStoreError',
+      /fail-open/,
+    )
     expectOptionError(() => createRateLimiter({ ...base, timeoutMs: 0 }), 'timeoutMs')
     expectOptionError(
       () => createRateLimiter({ ...base, onStoreError: 'fail-open', fallback: { limit: 11 } }),
       'fallback.limit',
     )
     expectOptionError(() => createRateLimiter({ ...base, fallback: { limit: 1 } }), 'fallback', /fail-open/)
-    expectOptionError(() => redisStore({ evalsha() {}, eval() {}, del() {} } as never, { prefix: 'a{b}' }), 'redisStore.prefix')
+    expectOptionError(
+      () => redisStore({ evalsha() {}, eval() {}, del() {} } as never, { prefix: 'a{b}' }),
+      'redisStore.prefix',
+    )
   })
 
   it('rejects bad acquire options', async () => {

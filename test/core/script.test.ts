@@ -18,7 +18,11 @@ describe('lua/sliding-window.lua on a real Redis', () => {
   const runner = () => createScriptRunner(redis)
 
   async function call(limit: number, windowMs: number, cost = 1, mode = 'consume'): Promise<Reply> {
-    const reply = (await runner().run(slidingWindowScript, [key], [limit, windowMs, cost, `m${members++}`, mode])) as number[]
+    const reply = (await runner().run(
+      slidingWindowScript,
+      [key],
+      [limit, windowMs, cost, `m${members++}`, mode],
+    )) as number[]
     const [allowed, remaining, retryAfterMs, resetMs, nowUs] = reply as [number, number, number, number, number]
     return { allowed, remaining, retryAfterMs, resetMs, nowUs }
   }

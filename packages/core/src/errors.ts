@@ -21,10 +21,13 @@ export class OptionError extends FleetlimitError {
   readonly option: string
   readonly value: unknown
 
-  constructor(option: string, value: unknown, expected: string) {
+  /** `expected` says what is accepted; for an unknown option name (`unknown`), what to use instead. */
+  constructor(option: string, value: unknown, expected: string, unknown = false) {
     super(
       'ERR_FLEETLIMIT_OPTION',
-      `fleetlimit: invalid option \`${option}\`: got ${describe(value)}; expected ${expected}.`,
+      unknown
+        ? `fleetlimit: unknown option \`${option}\` (got ${describe(value)}): ${expected}.`
+        : `fleetlimit: invalid option \`${option}\`: got ${describe(value)}; expected ${expected}.`,
     )
     this.option = option
     this.value = value

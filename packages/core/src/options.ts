@@ -25,9 +25,9 @@ export function checkOptionNames(
     const familiar = FAMILIAR[name]
     const expected =
       familiar !== undefined && accepted.includes(familiar)
-        ? `no such option: fleetlimit calls it \`${familiar}\``
-        : `no such option; accepted: ${accepted.join(', ')}`
-    throw new OptionError(`${where}.${name}`, (options as Record<string, unknown>)[name], expected)
+        ? `fleetlimit calls it \`${familiar}\``
+        : `accepted options are ${accepted.join(', ')}`
+    throw new OptionError(`${where}.${name}`, (options as Record<string, unknown>)[name], expected, true)
   }
   return options as Record<string, unknown>
 }

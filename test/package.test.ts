@@ -1,0 +1,87 @@
+import { execFile } from 'node:child_process'
+import { cp, mkdir, mkdtemp, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { expect } from 'chai'
+
+const run = promisify(execFile)
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const packages = ['core']
+
+// What a consumer does with the published tarball: a limiter from each module system, and an error
+// thrown by one copy recognised by the other copy's isFleetlimitError.
+const cjsConsumer = `
+const core = require('@fleetlimit/core')
+const limiter = core.createRateLimiter({ limit: 1, window: '1s' })
+Promise.all([limiter.consume('t'), limiter.consume('t')]).then(async ([a, b]) => {
+  const esm = await import('@fleetlimit/core')
+  let error
+  try { esm.definePolicy({ limit: 0, window: '1s' }) } catch (e) { error = e }
+  console.log(JSON.stringify({ a: a.allowed, b: b.allowed, crossCopy: core.isFleetlimitError(error, 'ERR_FLEETLIMIT_OPTION'), sameClass: error instanceof core.OptionError }))
+})
+`
+const esmConsumer = `
+import { createRateLimiter, memoryStore } from '@fleetlimit/core'
+const limiter = createRateLimiter({ store: memoryStore(), limit: 2, window: 1000 })
+const d = await limiter.consume('t')
+console.log(JSON.stringify({ allowed: d.allowed, remaining: d.remaining }))
+`
+const tsConsumer = `
+import { createRateLimiter, type Decision, redisStore } from '@fleetlimit/core'
+import { Redis } from 'ioredis'
+const limiter = createRateLimiter({ store: redisStore(new Redis({ lazyConnect: true })), limit: 1, window: '1m' })
+export const decision: Promise<Decision> = limiter.consume('t', { cost: 1 })
+`
+
+describe('the packed packages load as a consumer loads them', function () {
+  this.timeout(180_000)
+  let dir: string
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fleetlimit-pack-'))
+    const modules = join(dir, 'node_modules')
+    await mkdir(join(modules, '@fleetlimit'), { recursive: true })
+    for (const name of packages) {
+      const packageDir = join(root, 'packages', name)
+      await run('pnpm', ['run', 'build'], { cwd: packageDir })
+      await run('pnpm', ['pack', '--pack-destination', dir], { cwd: packageDir })
+      const tarball = (await readdir(dir)).find((file) => file.startsWith(`fleetlimit-${name}-`)) as string
+      await mkdir(join(dir, name))
+      await run('tar', ['-xzf', join(dir, tarball), '-C', join(dir, name)])
+      await cp(join(dir, name, 'package'), join(modules, '@fleetlimit', name), { recursive: true })
+    }
+    // The peer dependency, as a consumer would have installed it.
+    await symlink(await realpath(join(root, 'packages/core/node_modules/ioredis')), join(modules, 'ioredis'))
+  })
+  after(() => (process.env.KEEP_PACK ? undefined : rm(dir, { recursive: true, force: true })))
+
+  it('ships only the built files', async () => {
+    const files = await readdir(join(dir, 'node_modules/@fleetlimit/core/dist'))
+    expect(files.sort()).to.deep.equal(['index.cjs', 'index.d.cts', 'index.d.mts', 'index.mjs'])
+  })
+
+  it('loads with require, and an ESM copy’s error is branded for the CJS copy', async () => {
+    await writeFile(join(dir, 'consumer.cjs'), cjsConsumer)
+    const { stdout } = await run(process.execPath, ['consumer.cjs'], { cwd: dir })
+    expect(JSON.parse(stdout)).to.deep.equal({ a: true, b: false, crossCopy: true, sameClass: false })
+  })
+
+  it('loads with import', async () => {
+    await writeFile(join(dir, 'consumer.mjs'), esmConsumer)
+    const { stdout } = await run(process.execPath, ['consumer.mjs'], { cwd: dir })
+    expect(JSON.parse(stdout)).to.deep.equal({ allowed: true, remaining: 1 })
+  })
+
+  it('type-checks from TypeScript as ESM (.d.mts) and as CJS (.d.cts)', async () => {
+    await writeFile(join(dir, 'consumer.mts'), tsConsumer)
+    await writeFile(join(dir, 'consumer.cts'), tsConsumer)
+    const tsc = join(root, 'node_modules/typescript/bin/tsc')
+    const args = ['--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext']
+    const result = await run(process.execPath, [tsc, ...args, 'consumer.mts', 'consumer.cts'], { cwd: dir }).catch(
+      (error: { stdout?: string }) => error,
+    )
+    expect(result.stdout, 'tsc reported errors').to.equal('')
+  })
+})
