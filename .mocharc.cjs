@@ -6,5 +6,5 @@ module.exports = {
   spec: ['test/**/*.test.ts'],
   extension: ['ts'],
   timeout: 30_000,
-  reporter: 'spec',
+  reporter: './test/support/reporter.cjs',
 }

@@ -25,7 +25,9 @@ async function burst(label: string, store: Store): Promise<void> {
 
 async function fleet(redisUrl: string): Promise<void> {
   const limit = 20
-  console.log(`\nFour worker processes hammer one key at a limit of ${limit} per 1 s for 3 s, through Redis:`)
+  console.log(
+    `\nFour worker processes call consume() on one key at a limit of ${limit} per 1 s for 3 s, through Redis:`,
+  )
   const report = await runFleet({ redisUrl, limit, windowMs: 1_000, durationMs: 3_000, skewsMs: [0, 0, 0, 0] })
   console.log(`  ${report.calls} calls; admitted per worker: ${report.perWorker.join(', ')}`)
   check(
