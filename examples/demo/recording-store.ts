@@ -7,12 +7,15 @@ export function recordingStore(store: Store): { store: Store; admissions: number
     admissions,
     store: {
       [STORE]: true,
-      async consume(request) {
-        const result = await store.consume(request)
-        if (result.allowed) for (let i = 0; i < request.cost; i++) admissions.push(result.now)
-        return result
+      async consume(requests) {
+        const results = await store.consume(requests)
+        const [first] = results
+        if (first && results.every((r) => r.allowed)) {
+          for (let i = 0; i < (requests[0]?.cost ?? 0); i++) admissions.push(first.now)
+        }
+        return results
       },
-      peek: (request) => store.peek(request),
+      peek: (requests) => store.peek(requests),
       reset: (key) => store.reset(key),
     },
   }

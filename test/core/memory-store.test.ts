@@ -1,4 +1,4 @@
-import { memoryStore } from '@fleetlimit/core'
+import { memoryStore, type WindowResult } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
 
@@ -32,7 +32,7 @@ describe('memoryStore model (fast-check, injected clock)', () => {
             const cost = Math.min(rawCost, limit)
             const request = { key: 'k', limit, windowMs, cost }
             const used = usedAt(admissions, now, windowMs)
-            const result = peek ? await store.peek(request) : await store.consume(request)
+            const [result] = (peek ? await store.peek([request]) : await store.consume([request])) as [WindowResult]
             expect(result.allowed).to.equal(used + cost <= limit)
             if (result.allowed) {
               expect(result.remaining).to.equal(peek ? limit - used : limit - used - cost)
@@ -56,18 +56,18 @@ describe('memoryStore model (fast-check, injected clock)', () => {
     let now = 10_000
     const store = memoryStore({ clock: () => now })
     const request = { key: 'k', limit: 3, windowMs: 1_000, cost: 1 }
-    await store.consume(request)
+    await store.consume([request])
     now = 9_500
-    await store.consume(request)
+    await store.consume([request])
     now = 10_600
     // The unit admitted at 9 500 has left; the one of 10 000 remains, beside this one.
-    expect(await store.consume(request)).to.include({ allowed: true, remaining: 1 })
+    expect((await store.consume([request]))[0]).to.include({ allowed: true, remaining: 1 })
   })
 
   it('sweeps idle keys, explicitly and on a later call', async () => {
     let now = 0
     const store = memoryStore({ clock: () => now, sweepIntervalMs: 5_000 })
-    for (let i = 0; i < 1_000; i++) await store.consume({ key: `k${i}`, limit: 5, windowMs: 1_000, cost: 1 })
+    for (let i = 0; i < 1_000; i++) await store.consume([{ key: `k${i}`, limit: 5, windowMs: 1_000, cost: 1 }])
     expect(store.size).to.equal(1_000)
     now = 999
     expect(store.sweep()).to.equal(0)
@@ -75,9 +75,9 @@ describe('memoryStore model (fast-check, injected clock)', () => {
     expect(store.sweep()).to.equal(1_000)
     expect(store.size).to.equal(0)
 
-    for (let i = 0; i < 100; i++) await store.consume({ key: `k${i}`, limit: 5, windowMs: 1_000, cost: 1 })
+    for (let i = 0; i < 100; i++) await store.consume([{ key: `k${i}`, limit: 5, windowMs: 1_000, cost: 1 }])
     now = 7_000
-    await store.consume({ key: 'fresh', limit: 5, windowMs: 1_000, cost: 1 })
+    await store.consume([{ key: 'fresh', limit: 5, windowMs: 1_000, cost: 1 }])
     expect(store.size, 'the call past sweepIntervalMs swept the idle keys').to.equal(1)
   })
 })

@@ -139,6 +139,7 @@ describe('definePolicy', () => {
       limit: 3,
       window: 1500,
       cost: 1,
+      scope: 'route',
       onStoreError: 'fail-closed',
       timeoutMs: 100,
     })

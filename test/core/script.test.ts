@@ -1,6 +1,7 @@
-import { createScriptRunner, slidingWindowScript } from '@fleetlimit/core'
+import { createScriptRunner, slidingWindowMultiScript, slidingWindowScript } from '@fleetlimit/core'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
+import { expectAdmittedExactlyAt } from '../support/exact-wait.js'
 import { redisClient, uniquePrefix } from '../support/redis.js'
 
 interface Reply {
@@ -43,6 +44,36 @@ describe('lua/sliding-window.lua on a real Redis', () => {
 
   it('SCRIPT LOAD returns the sha1 the generator computed', async () => {
     expect(await redis.script('LOAD', slidingWindowScript.lua)).to.equal(slidingWindowScript.sha1)
+    expect(await redis.script('LOAD', slidingWindowMultiScript.lua)).to.equal(slidingWindowMultiScript.sha1)
+  })
+
+  it('the multi-key script records in every window or in none, with each window’s exact wait', async () => {
+    const tag = `${key}:{t}`
+    const keys = [`${tag}:global`, `${tag}:route`]
+    const multi = async (cost: number) =>
+      (await runner().run(slidingWindowMultiScript, keys, [
+        cost,
+        `m${members++}`,
+        'consume',
+        5,
+        10_000,
+        2,
+        3_000,
+      ])) as number[]
+    expect((await multi(1))[0]).to.equal(1)
+    const admitted = await multi(1)
+    expect(admitted.slice(0, 1).concat(admitted.slice(2))).to.deep.equal([1, 1, 3, 0, 10_000, 1, 0, 0, 3_000])
+    const denied = await multi(1)
+    const nowUs = denied[1] as number
+    const routeScores = (await redis.zrange(keys[1] as string, 0, -1, 'WITHSCORES'))
+      .filter((_, i) => i % 2 === 1)
+      .map(Number)
+    expect(denied[0]).to.equal(0)
+    expect(denied.slice(2, 5)).to.deep.equal([1, 3, 0])
+    expect(denied.slice(6, 8)).to.deep.equal([0, 0])
+    expect(denied[8]).to.equal(Math.ceil(((routeScores[0] as number) + 3_000_000 - nowUs) / 1000))
+    expect(await redis.zcard(keys[0] as string), 'the denial added nothing to the window that had room').to.equal(2)
+    expect(await redis.pttl(keys[1] as string)).to.be.within(1, 3_000)
   })
 
   it('admits up to the limit, then denies with the exact wait', async () => {
@@ -63,21 +94,12 @@ describe('lua/sliding-window.lua on a real Redis', () => {
     this.timeout(10_000)
     await call(1, 300)
     const denied = await call(1, 300)
-    const fitsAt = denied.nowUs + denied.retryAfterMs * 1000
-    await new Promise((resolve) => setTimeout(resolve, denied.retryAfterMs - 5))
-    const early = await call(1, 300)
-    // The assertion follows the server's clock, whatever the scheduler did to our sleep.
-    if (early.nowUs < fitsAt - 1000) {
-      expect(early.allowed, 'denied before the promised time').to.equal(0)
-      expect(Math.abs(early.nowUs + early.retryAfterMs * 1000 - fitsAt)).to.be.at.most(1000)
-    } else {
-      expect(early.allowed).to.equal(1)
+    const timed = async () => {
+      const reply = await call(1, 300)
+      return { allowed: reply.allowed === 1, retryAfterMs: reply.retryAfterMs, now: reply.nowUs / 1000 }
     }
-    if (early.allowed === 0) {
-      await new Promise((resolve) => setTimeout(resolve, early.retryAfterMs))
-      const onTime = await call(1, 300)
-      expect(onTime.allowed, 'admitted at the promised time').to.equal(1)
-    }
+    const deniedAt = denied.nowUs / 1000
+    await expectAdmittedExactlyAt(deniedAt + denied.retryAfterMs, deniedAt, timed)
   })
 
   it('a cost above what is left waits for exactly enough entries to leave', async () => {

@@ -1,8 +1,14 @@
 import type { Decision } from './decision.js'
 import { RateLimitTimeoutError } from './errors.js'
 
-type Decide = (key: string, cost: number) => Promise<Decision>
-export type Acquire = (key: string, cost: number, maxWaitMs: number, signal?: AbortSignal) => Promise<Decision>
+/** Waits for `target` (the store keys of one call), queued under `queueKey`. */
+export type Acquire<T> = (
+  queueKey: string,
+  target: T,
+  cost: number,
+  maxWaitMs: number,
+  signal?: AbortSignal,
+) => Promise<Decision>
 
 interface Waiter {
   readonly cost: number
@@ -28,7 +34,7 @@ const now = () => performance.now()
  * when denied it sleeps exactly `retryAfterMs` (no polling), so a freed slot goes to one waiter instead of
  * every waiter racing for it. A waiter whose deadline falls before the known wait is rejected at once.
  */
-export function createAcquireQueue(decide: Decide): Acquire {
+export function createAcquireQueue<T>(decide: (target: T, cost: number) => Promise<Decision>): Acquire<T> {
   const queues = new Map<string, KeyQueue>()
 
   function settle(waiter: Waiter, finish: () => void): void {
@@ -61,11 +67,11 @@ export function createAcquireQueue(decide: Decide): Acquire {
     })
   }
 
-  async function pump(key: string, queue: KeyQueue): Promise<void> {
+  async function pump(queueKey: string, target: T, queue: KeyQueue): Promise<void> {
     for (let waiter = head(queue); waiter; waiter = head(queue)) {
       let decision: Decision
       try {
-        decision = await decide(key, waiter.cost)
+        decision = await decide(target, waiter.cost)
       } catch (error) {
         const failed = waiter
         settle(failed, () => failed.reject(error))
@@ -83,21 +89,21 @@ export function createAcquireQueue(decide: Decide): Acquire {
       }
       if (!waiter.settled) await sleep(queue, wait)
     }
-    queues.delete(key)
+    queues.delete(queueKey)
   }
 
-  return (key, cost, maxWaitMs, signal) =>
+  return (queueKey, target, cost, maxWaitMs, signal) =>
     new Promise<Decision>((resolve, reject) => {
       if (signal?.aborted) {
         reject(signal.reason)
         return
       }
       const at = now()
-      let queue = queues.get(key)
+      let queue = queues.get(queueKey)
       const idle = queue === undefined
       if (!queue) {
         queue = { waiters: [], wakeAt: 0, wake: undefined }
-        queues.set(key, queue)
+        queues.set(queueKey, queue)
       }
       const waiter: Waiter = { cost, deadline: at + maxWaitMs, maxWaitMs, settled: false, resolve, reject }
       if (queue.wakeAt > 0 && waiter.deadline < queue.wakeAt) {
@@ -115,6 +121,6 @@ export function createAcquireQueue(decide: Decide): Acquire {
         waiter.cleanup = () => signal.removeEventListener('abort', onAbort)
       }
       queue.waiters.push(waiter)
-      if (idle) void pump(key, queue)
+      if (idle) void pump(queueKey, target, queue)
     })
 }

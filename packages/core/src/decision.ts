@@ -12,6 +12,8 @@ export interface Decision {
   /** Time in ms until the window holds no unit of this key (0 when empty). */
   readonly resetMs: number
   readonly source: DecisionSource
-  /** The name of the policy that made this decision. */
+  /** The name of the policy that made this decision: with several policies, the one that binds. */
   readonly policy: string
+  /** With several policies: each one's decision, in the limiter's order. */
+  readonly policies?: readonly Decision[]
 }

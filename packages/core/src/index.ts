@@ -21,5 +21,5 @@ export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory
 export { definePolicy, type FallbackOptions, type Policy, type PolicyOptions, type StoreErrorMode } from './policy.js'
 export { type RedisStoreOptions, redisStore } from './redis-store.js'
 export { createScriptRunner, type LuaScript, type ScriptClient, type ScriptRunner } from './script-runner.js'
-export { slidingWindowScript } from './scripts.generated.js'
+export { slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
 export { isStore, STORE, type Store, type WindowRequest, type WindowResult } from './store.js'

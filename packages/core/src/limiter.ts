@@ -5,12 +5,17 @@ import { OptionError, StoreError } from './errors.js'
 import { buildKey, type KeyInput } from './keys.js'
 import { memoryStore } from './memory-store.js'
 import { checkInteger, checkOptionNames } from './options.js'
-import { POLICY_OPTION_NAMES, type Policy, type PolicyOptions, resolvePolicy } from './policy.js'
-import { isStore, type Store, type WindowResult } from './store.js'
+import { definePolicy, POLICY_OPTION_NAMES, type Policy, type PolicyOptions, resolvePolicy } from './policy.js'
+import { isStore, type Store, type WindowRequest, type WindowResult } from './store.js'
 
-export interface RateLimiterOptions extends PolicyOptions {
+export interface RateLimiterOptions extends Partial<PolicyOptions> {
   /** Where the windows live. Default: a new `memoryStore()` (this process only). */
   store?: Store
+  /**
+   * Several policies decided together (instead of the policy options): a call is admitted only if
+   * every policy admits it, and only then counted in all of them, in one store call.
+   */
+  policies?: readonly (Policy | PolicyOptions)[]
 }
 
 export interface ConsumeOptions {
@@ -37,7 +42,9 @@ export interface LimiterStats {
 }
 
 export interface RateLimiter {
+  /** The policy (the first one, with `policies`). */
   readonly policy: Policy
+  readonly policies: readonly Policy[]
   /** Admits and counts `cost` units now, or denies with the exact wait. Never waits. */
   consume(key: KeyInput, options?: ConsumeOptions): Promise<Decision>
   /** Waits, first-in first-out with this process's other waiters on the key, until admitted. */
@@ -49,17 +56,21 @@ export interface RateLimiter {
   stats(): LimiterStats
 }
 
-const LIMITER_OPTION_NAMES = ['store', ...POLICY_OPTION_NAMES] as const
+const LIMITER_OPTION_NAMES = ['store', 'policies', ...POLICY_OPTION_NAMES] as const
 
 class DeadlineExceeded extends StoreError {}
 
-/** Builds a limiter for one policy on one store; every option is validated here, once. */
+/** Builds a limiter for one policy, or several decided together, on one store; every option is validated here, once. */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   checkOptionNames(options, 'createRateLimiter', LIMITER_OPTION_NAMES)
-  const policy = resolvePolicy(options)
+  const policies = resolvePolicies(options)
   const store = resolveStore(options.store)
-  const fallback = policy.fallback && memoryStore()
-  const { name, limit, window: windowMs, timeoutMs } = policy
+  const first = policies[0] as Policy
+  const timeoutMs = Math.min(...policies.map((p) => p.timeoutMs))
+  const failClosed = policies.some((p) => p.onStoreError === 'fail-closed')
+  const fallback = policies.some((p) => p.fallback) ? memoryStore() : undefined
+  const defaultCost = Math.max(...policies.map((p) => p.cost))
+  const maxCost = Math.min(...policies.map((p) => p.limit))
 
   const counters = {
     decisions: 0,
@@ -72,15 +83,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     timeouts: 0,
   }
 
-  const toDecision = (result: WindowResult, source: DecisionSource, decidedLimit = limit): Decision => ({
-    allowed: result.allowed,
-    limit: decidedLimit,
-    remaining: result.remaining,
-    retryAfterMs: result.retryAfterMs,
-    resetMs: result.resetMs,
-    source,
-    policy: name,
-  })
+  const keysOf = (input: KeyInput): string[] =>
+    policies.map((p) => {
+      const tenantOnly = p.scope === 'tenant' && typeof input === 'object' && input !== null
+      return buildKey(p.name, tenantOnly ? { tenant: input.tenant } : input)
+    })
+
+  const requestsOf = (keys: readonly string[], cost: number): WindowRequest[] =>
+    policies.map((p, i) => ({ key: keys[i] as string, limit: p.limit, windowMs: p.window, cost }))
 
   function count(decision: Decision): Decision {
     counters.decisions++
@@ -89,46 +99,60 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return decision
   }
 
-  async function degrade(key: string, cost: number, error: unknown): Promise<Decision> {
+  async function degrade(keys: readonly string[], cost: number, error: unknown): Promise<Decision> {
     counters.storeErrors++
     if (error instanceof DeadlineExceeded) counters.timeouts++
     const reason = error instanceof Error ? error.message : String(error)
-    if (policy.onStoreError === 'fail-closed') {
-      throw new StoreError(`the store failed a decision for policy "${name}": ${reason}`, { cause: error })
+    if (failClosed) {
+      throw new StoreError(`the store failed a decision for policy "${first.name}": ${reason}`, { cause: error })
     }
     counters.degraded++
-    if (fallback && policy.fallback) {
-      const request = { key, limit: policy.fallback.limit, windowMs, cost: Math.min(cost, policy.fallback.limit) }
-      return count(toDecision(await fallback.consume(request), 'fallback', policy.fallback.limit))
+    const withFallback = policies.flatMap((p, i) => (p.fallback ? [{ policy: p, key: keys[i] as string }] : []))
+    if (fallback && withFallback.length > 0) {
+      // A cost above a fallback limit counts as that whole limit, so it can still be admitted alone.
+      const requests = withFallback.map(({ policy, key }) => {
+        const limit = (policy.fallback as { limit: number }).limit
+        return { key, limit, windowMs: policy.window, cost: Math.min(cost, limit) }
+      })
+      const results = await fallback.consume(requests)
+      return count(
+        combine(
+          results.map((result, i) =>
+            toDecision(result, 'fallback', (withFallback[i] as { policy: Policy }).policy, true),
+          ),
+        ),
+      )
     }
     // Unknown numbers are not invented: the decision says only that it was admitted unlimited.
+    const { limit, name } = first
     return count({ allowed: true, limit, remaining: limit, retryAfterMs: 0, resetMs: 0, source: 'open', policy: name })
   }
 
-  async function decide(key: string, cost: number): Promise<Decision> {
-    let result: WindowResult
+  async function decide(keys: readonly string[], cost: number): Promise<Decision> {
+    let results: WindowResult[]
     try {
       counters.storeCalls++
-      result = await withDeadline(store.consume({ key, limit, windowMs, cost }), timeoutMs)
+      results = await withDeadline(store.consume(requestsOf(keys, cost)), timeoutMs)
     } catch (error) {
-      return degrade(key, cost, error)
+      return degrade(keys, cost, error)
     }
-    return count(toDecision(result, 'store'))
+    return count(combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy))))
   }
 
   function resolveCost(options: ConsumeOptions | undefined, accepted: readonly string[]): number {
-    if (options === undefined) return policy.cost
+    if (options === undefined) return defaultCost
     checkOptionNames(options, 'options', accepted)
-    return options.cost === undefined ? policy.cost : checkInteger(options.cost, 'cost', 1, limit)
+    return options.cost === undefined ? defaultCost : checkInteger(options.cost, 'cost', 1, maxCost)
   }
 
   const acquireInQueue = createAcquireQueue(decide)
 
   return {
-    policy,
+    policy: first,
+    policies,
     async consume(key, options) {
       const cost = resolveCost(options, ['cost'])
-      return decide(buildKey(name, key), cost)
+      return decide(keysOf(key), cost)
     },
     async acquire(key, options) {
       const cost = resolveCost(options, ['cost', 'maxWaitMs', 'signal'])
@@ -141,23 +165,65 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       if (signal !== undefined && !(signal instanceof AbortSignal)) {
         throw new OptionError('signal', signal, 'an AbortSignal')
       }
-      return acquireInQueue(buildKey(name, key), cost, maxWaitMs, signal)
+      const keys = keysOf(key)
+      return acquireInQueue(keys.join(' '), keys, cost, maxWaitMs, signal)
     },
     async peek(key) {
-      const result = await withDeadline(
-        store.peek({ key: buildKey(name, key), limit, windowMs, cost: 1 }),
-        timeoutMs,
-      ).catch((error: unknown) => {
-        throw new StoreError(`the store failed a peek for policy "${name}"`, { cause: error })
+      const results = await withDeadline(store.peek(requestsOf(keysOf(key), 1)), timeoutMs).catch((error: unknown) => {
+        throw new StoreError(`the store failed a peek for policy "${first.name}"`, { cause: error })
       })
-      return toDecision(result, 'store')
+      return combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy)))
     },
     async reset(key) {
-      const storeKey = buildKey(name, key)
-      await Promise.all([store.reset(storeKey), fallback?.reset(storeKey)])
+      const keys = keysOf(key)
+      await Promise.all(keys.flatMap((storeKey) => [store.reset(storeKey), fallback?.reset(storeKey)]))
     },
     stats: () => ({ ...counters }),
   }
+}
+
+function toDecision(result: WindowResult, source: DecisionSource, policy: Policy, isFallback = false): Decision {
+  return {
+    allowed: result.allowed,
+    limit: isFallback ? (policy.fallback?.limit ?? policy.limit) : policy.limit,
+    remaining: result.remaining,
+    retryAfterMs: result.retryAfterMs,
+    resetMs: result.resetMs,
+    source,
+    policy: policy.name,
+  }
+}
+
+/**
+ * One decision from one per policy: admitted only if all admitted. It reports the policy that binds: when
+ * admitted the one with the least remaining, when denied the one with the longest wait (after which every
+ * policy has room), and lists every policy's decision in `policies`.
+ */
+function combine(decisions: readonly Decision[]): Decision {
+  if (decisions.length === 1) return decisions[0] as Decision
+  const allowed = decisions.every((d) => d.allowed)
+  let lead = decisions[0] as Decision
+  for (const d of decisions) {
+    if (allowed ? d.remaining < lead.remaining : d.retryAfterMs > lead.retryAfterMs) lead = d
+  }
+  return { ...lead, allowed, policies: decisions }
+}
+
+function resolvePolicies(options: RateLimiterOptions): Policy[] {
+  if (options.policies === undefined) return [resolvePolicy(options as PolicyOptions)]
+  const stray = POLICY_OPTION_NAMES.find((name) => options[name] !== undefined)
+  if (stray !== undefined) {
+    throw new OptionError(stray, options[stray], 'no policy options beside `policies`: put them in a policy')
+  }
+  if (!Array.isArray(options.policies) || options.policies.length === 0 || options.policies.length > 8) {
+    throw new OptionError('policies', options.policies, 'an array of 1 to 8 policies (definePolicy objects)')
+  }
+  const policies = options.policies.map((p) => definePolicy(p))
+  const names = new Set(policies.map((p) => p.name))
+  if (names.size !== policies.length) {
+    throw new OptionError('policies', policies.map((p) => p.name).join(', '), 'policies with distinct names')
+  }
+  return policies
 }
 
 function resolveStore(store: unknown): Store {

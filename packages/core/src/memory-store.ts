@@ -25,7 +25,7 @@ interface Entry {
 const monotonicNow = () => performance.timeOrigin + performance.now()
 
 /**
- * The embedded store: the same decisions as the Redis script, for one process. Memory stays bounded:
+ * The embedded store: the same decisions as the Redis scripts, for one process. Memory stays bounded:
  * a key whose window is empty is dropped by a sweep that runs on a later call.
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
@@ -42,7 +42,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     lastSweep = now
     let dropped = 0
     for (const [key, entry] of entries) {
-      if (entry.log.isEmpty(now, entry.windowMs)) {
+      if (entry.log.used(now, entry.windowMs) === 0) {
         entries.delete(key)
         dropped++
       }
@@ -50,23 +50,38 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return dropped
   }
 
-  function decide(request: WindowRequest, record: boolean): WindowResult {
-    const now = clock()
-    if (now - lastSweep >= sweepIntervalMs) sweep()
+  function entryOf(request: WindowRequest): Entry {
     let entry = entries.get(request.key)
     if (!entry) {
-      if (!record) return { allowed: true, remaining: request.limit, retryAfterMs: 0, resetMs: 0, now }
       entry = { log: new SlidingLog(), windowMs: request.windowMs }
       entries.set(request.key, entry)
     }
     entry.windowMs = request.windowMs
-    return entry.log.decide(now, request.limit, request.windowMs, request.cost, record)
+    return entry
+  }
+
+  /** All the windows admit together, or none records anything: the contract of the multi-key script. */
+  function decide(requests: readonly WindowRequest[], record: boolean): WindowResult[] {
+    const now = clock()
+    if (now - lastSweep >= sweepIntervalMs) sweep()
+    const windows = requests.map((request) => {
+      const { log } = entryOf(request)
+      return { request, log, used: log.used(now, request.windowMs) }
+    })
+    const recorded = record && windows.every(({ request, used }) => used + request.cost <= request.limit)
+    if (recorded) for (const { request, log } of windows) log.add(now, request.cost)
+    const results = windows.map(({ request, log, used }) =>
+      log.result(now, request.limit, request.windowMs, request.cost, used, recorded),
+    )
+    // A peek or a denial must not leave empty entries behind.
+    for (const { request, used } of windows) if (used === 0 && !recorded) entries.delete(request.key)
+    return results
   }
 
   return {
     [STORE]: true,
-    consume: async (request) => decide(request, true),
-    peek: async (request) => decide(request, false),
+    consume: async (requests) => decide(requests, true),
+    peek: async (requests) => decide(requests, false),
     reset: async (key) => {
       entries.delete(key)
     },

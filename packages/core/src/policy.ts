@@ -4,6 +4,9 @@ import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
 
 export type StoreErrorMode = 'fail-closed' | 'fail-open'
 
+/** What one window counts: each tenant's calls per route ('route'), or all of a tenant's calls ('tenant'). */
+export type PolicyScope = 'route' | 'tenant'
+
 export interface FallbackOptions {
   /** Admissions per window for this process alone while the store is failing: size it as quota / maximum replicas. */
   limit: number
@@ -18,6 +21,8 @@ export interface PolicyOptions {
   name?: string
   /** Units one call consumes unless the call says otherwise. Default 1. */
   cost?: number
+  /** Count per tenant and route ('route', the default), or per tenant across routes ('tenant'). */
+  scope?: PolicyScope
   /** What a decision does when the store fails or misses `timeoutMs`. Default 'fail-closed'. */
   onStoreError?: StoreErrorMode
   /** While failing open, admit under this strict per-process limit (`source: 'fallback'`). */
@@ -33,12 +38,22 @@ export interface Policy {
   /** The window in ms. */
   readonly window: number
   readonly cost: number
+  readonly scope: PolicyScope
   readonly onStoreError: StoreErrorMode
   readonly fallback?: Readonly<FallbackOptions>
   readonly timeoutMs: number
 }
 
-export const POLICY_OPTION_NAMES = ['name', 'limit', 'window', 'cost', 'onStoreError', 'fallback', 'timeoutMs'] as const
+export const POLICY_OPTION_NAMES = [
+  'name',
+  'limit',
+  'window',
+  'cost',
+  'scope',
+  'onStoreError',
+  'fallback',
+  'timeoutMs',
+] as const
 
 const MAX_LIMIT = 1_000_000_000
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
@@ -62,6 +77,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     throw new OptionError('name', name, '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit')
   }
 
+  const scope = checkOneOf(options.scope ?? 'route', 'scope', ['route', 'tenant'])
   const onStoreError = checkOneOf(options.onStoreError ?? 'fail-closed', 'onStoreError', ['fail-closed', 'fail-open'])
   const timeoutMs = parseDuration(options.timeoutMs ?? 100, 'timeoutMs', { max: 60_000 })
 
@@ -74,6 +90,6 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     }
   }
 
-  const policy: Policy = { name, limit, window, cost, onStoreError, timeoutMs, ...(fallback && { fallback }) }
+  const policy: Policy = { name, limit, window, cost, scope, onStoreError, timeoutMs, ...(fallback && { fallback }) }
   return Object.freeze(policy)
 }

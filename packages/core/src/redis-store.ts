@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { OptionError, StoreError } from './errors.js'
 import { checkOptionNames } from './options.js'
 import { createScriptRunner, type ScriptClient } from './script-runner.js'
-import { slidingWindowScript } from './scripts.generated.js'
+import { slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
 import { STORE, type Store, type WindowRequest, type WindowResult } from './store.js'
 
 export interface RedisStoreOptions {
@@ -13,8 +13,9 @@ export interface RedisStoreOptions {
 const PREFIX_PATTERN = /^[^\s{}]{1,64}$/
 
 /**
- * The fleet store: every decision is one call of lua/sliding-window.lua on the given ioredis
- * `Redis` or `Cluster`, which is used as it is (fleetlimit defines nothing on it and never closes it).
+ * The fleet store: every decision is one script call (lua/sliding-window.lua, or sliding-window-multi.lua
+ * for several policies at once) on the given ioredis `Redis` or `Cluster`, which is used as it is:
+ * fleetlimit defines nothing on it and never closes it.
  */
 export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}): Store {
   if (!isScriptClient(client)) {
@@ -31,20 +32,24 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
   const tag = randomBytes(8).toString('base64url')
   let counter = 0
 
-  async function decide(request: WindowRequest, mode: 'consume' | 'peek'): Promise<WindowResult> {
+  async function decide(requests: readonly WindowRequest[], mode: 'consume' | 'peek'): Promise<WindowResult[]> {
     const member = mode === 'consume' ? tag + (counter++).toString(36) : ''
-    const reply = await runner.run(
-      slidingWindowScript,
-      [`${prefix}:${request.key}`],
-      [request.limit, request.windowMs, request.cost, member, mode],
-    )
-    return parseReply(reply)
+    const keys = requests.map((request) => `${prefix}:${request.key}`)
+    const [first] = requests
+    if (requests.length === 1 && first) {
+      const args = [first.limit, first.windowMs, first.cost, member, mode]
+      return [parseSingle(await runner.run(slidingWindowScript, keys, args))]
+    }
+    // One cost for every window: the limiter asks for the same units in each policy.
+    const args: (string | number)[] = [first?.cost ?? 1, member, mode]
+    for (const request of requests) args.push(request.limit, request.windowMs)
+    return parseMulti(await runner.run(slidingWindowMultiScript, keys, args), requests.length)
   }
 
   return {
     [STORE]: true,
-    consume: (request) => decide(request, 'consume'),
-    peek: (request) => decide(request, 'peek'),
+    consume: (requests) => decide(requests, 'consume'),
+    peek: (requests) => decide(requests, 'peek'),
     reset: async (key) => {
       await client.del(`${prefix}:${key}`)
     },
@@ -62,16 +67,27 @@ function isScriptClient(client: unknown): client is ScriptClient {
   )
 }
 
-function parseReply(reply: unknown): WindowResult {
-  if (!Array.isArray(reply) || reply.length < 5 || !reply.every((n) => typeof n === 'number')) {
-    throw new StoreError(`unexpected reply from the sliding-window script: ${JSON.stringify(reply)}`)
+function numbers(reply: unknown, length: number, script: string): number[] {
+  if (!Array.isArray(reply) || reply.length !== length || !reply.every((n) => typeof n === 'number')) {
+    throw new StoreError(`unexpected reply from ${script}: ${JSON.stringify(reply)?.slice(0, 200)}`)
   }
-  const [allowed, remaining, retryAfterMs, resetMs, nowUs] = reply as number[]
-  return {
-    allowed: allowed === 1,
-    remaining: remaining as number,
-    retryAfterMs: retryAfterMs as number,
-    resetMs: resetMs as number,
-    now: (nowUs as number) / 1000,
-  }
+  return reply as number[]
+}
+
+const toResult = (reply: number[], at: number, nowUs: number): WindowResult => ({
+  allowed: reply[at] === 1,
+  remaining: reply[at + 1] as number,
+  retryAfterMs: reply[at + 2] as number,
+  resetMs: reply[at + 3] as number,
+  now: nowUs / 1000,
+})
+
+function parseSingle(reply: unknown): WindowResult {
+  const values = numbers(reply, 5, 'sliding-window.lua')
+  return toResult(values, 0, values[4] as number)
+}
+
+function parseMulti(reply: unknown, windows: number): WindowResult[] {
+  const values = numbers(reply, 2 + 4 * windows, 'sliding-window-multi.lua')
+  return Array.from({ length: windows }, (_, i) => toResult(values, 2 + 4 * i, values[1] as number))
 }

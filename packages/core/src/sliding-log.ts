@@ -8,40 +8,8 @@ export class SlidingLog {
   private times: number[] = []
   private head = 0
 
-  /** True when no unit of this log is inside the window ending at `now`. */
-  isEmpty(now: number, windowMs: number): boolean {
-    this.trim(now, windowMs)
-    return this.head === this.times.length
-  }
-
-  /** Admits (and, when `record`, stores) `cost` units if they fit in the window ending at `now`. */
-  decide(now: number, limit: number, windowMs: number, cost: number, record: boolean): WindowResult {
-    this.trim(now, windowMs)
-    const used = this.times.length - this.head
-    if (used + cost <= limit) {
-      if (!record) {
-        const resetMs = used > 0 ? this.msUntilGone(this.times.length - 1, now, windowMs) : 0
-        return { allowed: true, remaining: limit - used, retryAfterMs: 0, resetMs, now }
-      }
-      this.insert(now, cost)
-      const resetMs = this.msUntilGone(this.times.length - 1, now, windowMs)
-      return { allowed: true, remaining: limit - used - cost, retryAfterMs: 0, resetMs, now }
-    }
-    // The (used + cost - limit)-th oldest unit must leave before this cost fits.
-    return {
-      allowed: false,
-      remaining: Math.max(0, limit - used),
-      retryAfterMs: this.msUntilGone(this.head + used + cost - limit - 1, now, windowMs),
-      resetMs: this.msUntilGone(this.times.length - 1, now, windowMs),
-      now,
-    }
-  }
-
-  private msUntilGone(index: number, now: number, windowMs: number): number {
-    return Math.ceil((this.times[index] as number) + windowMs - now)
-  }
-
-  private trim(now: number, windowMs: number): void {
+  /** Units inside the window ending at `now` (older ones are dropped). */
+  used(now: number, windowMs: number): number {
     const edge = now - windowMs
     const { times } = this
     while (this.head < times.length && (times[this.head] as number) <= edge) this.head++
@@ -50,9 +18,11 @@ export class SlidingLog {
       this.times = times.slice(this.head)
       this.head = 0
     }
+    return this.times.length - this.head
   }
 
-  private insert(now: number, cost: number): void {
+  /** Records `cost` units at `now`. */
+  add(now: number, cost: number): void {
     const { times } = this
     let at = times.length
     // A clock that stepped back (an injected one) still keeps the log sorted.
@@ -67,5 +37,24 @@ export class SlidingLog {
     const later = times.splice(at)
     for (let i = 0; i < cost; i++) times.push(now)
     for (const time of later) times.push(time)
+  }
+
+  /**
+   * The answer for `cost` units at `now`, given `used` from the same instant; `recorded` says whether this
+   * call's units were just added. A cost that does not fit gets the wait until the
+   * (used + cost - limit)-th oldest unit leaves.
+   */
+  result(now: number, limit: number, windowMs: number, cost: number, used: number, recorded: boolean): WindowResult {
+    const newest = this.times.length - 1
+    const resetMs = newest >= this.head ? this.msUntilGone(newest, now, windowMs) : 0
+    if (used + cost <= limit) {
+      return { allowed: true, remaining: limit - used - (recorded ? cost : 0), retryAfterMs: 0, resetMs, now }
+    }
+    const retryAfterMs = this.msUntilGone(this.head + used + cost - limit - 1, now, windowMs)
+    return { allowed: false, remaining: Math.max(0, limit - used), retryAfterMs, resetMs, now }
+  }
+
+  private msUntilGone(index: number, now: number, windowMs: number): number {
+    return Math.ceil((this.times[index] as number) + windowMs - now)
   }
 }

@@ -10,8 +10,9 @@ export interface WindowRequest {
   readonly cost: number
 }
 
-/** A store's answer, in the script's terms. */
+/** A store's answer for one window, in the scripts' terms. */
 export interface WindowResult {
+  /** This window alone has room for the cost (it was recorded only if every window of the call had room). */
   readonly allowed: boolean
   readonly remaining: number
   readonly retryAfterMs: number
@@ -20,13 +21,16 @@ export interface WindowResult {
   readonly now: number
 }
 
-/** Where windows live: `redisStore(client)` for a fleet, `memoryStore()` for one process. */
+/**
+ * Where windows live: `redisStore(client)` for a fleet, `memoryStore()` for one process. Each call takes
+ * one or more windows (one per policy) and answers for each, at one instant.
+ */
 export interface Store {
   readonly [STORE]: true
-  /** Admits `cost` units when they fit and records them; a denial records nothing. */
-  consume(request: WindowRequest): Promise<WindowResult>
-  /** Decides for `cost` units and records nothing; `remaining` is what the window holds now. */
-  peek(request: WindowRequest): Promise<WindowResult>
+  /** Records every request's cost only if every window has room; a denial records nothing. */
+  consume(requests: readonly WindowRequest[]): Promise<WindowResult[]>
+  /** Decides and records nothing; `remaining` is what each window holds now. */
+  peek(requests: readonly WindowRequest[]): Promise<WindowResult[]>
   /** Forgets every unit of a key. */
   reset(key: string): Promise<void>
 }
