@@ -8,6 +8,19 @@ export {
   RateLimitTimeoutError,
   StoreError,
 } from './errors.js'
+export { type HeaderOptions, type HeaderStandard, rateLimitHeaders } from './headers.js'
+export {
+  createHttpLimiter,
+  type FrameworkInfo,
+  type HttpLimiter,
+  type HttpOutcome,
+  type HttpRateLimitOptions,
+  hasLimitSource,
+  type Logger,
+  type RequestInfo,
+  UNMATCHED_ROUTE,
+} from './http-limiter.js'
+export { ipTenant } from './ip.js'
 export { buildKey, encodeKeyPart, type KeyInput } from './keys.js'
 export {
   type AcquireOptions,
@@ -18,7 +31,15 @@ export {
   type RateLimiterOptions,
 } from './limiter.js'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store.js'
-export { definePolicy, type FallbackOptions, type Policy, type PolicyOptions, type StoreErrorMode } from './policy.js'
+export {
+  definePolicy,
+  type FallbackOptions,
+  type Policy,
+  type PolicyOptions,
+  type PolicyScope,
+  type StoreErrorMode,
+} from './policy.js'
+export { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
 export { type RedisStoreOptions, redisStore } from './redis-store.js'
 export { createScriptRunner, type LuaScript, type ScriptClient, type ScriptRunner } from './script-runner.js'
 export { slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'

@@ -1,0 +1,261 @@
+import type { Decision } from './decision.js'
+import { isFleetlimitError, OptionError } from './errors.js'
+import { type HeaderStandard, rateLimitHeaders } from './headers.js'
+import { ipTenant } from './ip.js'
+import { createRateLimiter, type RateLimiter } from './limiter.js'
+import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
+import { POLICY_OPTION_NAMES, type Policy, type PolicyOptions } from './policy.js'
+import { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
+import type { Store } from './store.js'
+
+type MaybePromise<T> = T | Promise<T>
+
+export interface Logger {
+  warn(message: string): void
+}
+
+/** The options every adapter's `rateLimit` takes; `Req` is the framework's request (or context). */
+export interface HttpRateLimitOptions<Req> extends Partial<Omit<PolicyOptions, 'cost'>> {
+  /** Where the windows live (default: a memory store). Not with `limiter`. */
+  store?: Store
+  /** A limiter built with createRateLimiter, used as it is. */
+  limiter?: RateLimiter
+  /** A policy object (definePolicy), instead of inline policy options. */
+  policy?: Policy | PolicyOptions
+  /** Several policies decided together: admitted only if all admit, counted in all only then. */
+  policies?: readonly (Policy | PolicyOptions)[]
+  /** Who is limited. Default: the client IP as the framework reports it (its trust-proxy setting applies). */
+  tenant?: (req: Req) => MaybePromise<string>
+  /** Which route a request counts against. Default: the matched route pattern (`GET /users/:id`). */
+  route?: (req: Req) => string | undefined
+  /** Units a request costs: a number, or a function of the request. Default 1. */
+  cost?: number | ((req: Req) => MaybePromise<number>)
+  /** Requests to let through uncounted. */
+  skip?: (req: Req) => MaybePromise<boolean>
+  /** RateLimit header fields to send. Default 'draft-8'. */
+  headers?: HeaderStandard | false
+  /** Also send X-RateLimit-* headers. Default false. */
+  legacyHeaders?: boolean
+  /** Called on every denial, before the response is sent. */
+  onLimited?: (req: Req, decision: Decision) => MaybePromise<void>
+  /** Status of a denial. Default 429. */
+  statusCode?: number
+  /** Body of a denial: text, a JSON value, or a function of the request and decision. Default: problem+json. */
+  message?: string | object | ((req: Req, decision: Decision) => MaybePromise<string | object>)
+  /** Prefix length that groups IPv6 clients into one tenant. Default 56. */
+  ipv6Subnet?: number
+  /** Where one-time configuration warnings go. Default: console. */
+  logger?: Logger
+}
+
+/** What an adapter reads off its framework's request. */
+export interface RequestInfo {
+  /** The client address as the framework reports it, with its trust-proxy setting applied. */
+  readonly ip: string | undefined
+  readonly method: string
+  /** The matched route pattern, such as `/users/:id`, or undefined when none matched (yet). */
+  readonly routePattern: string | undefined
+  /** The request carries X-Forwarded-For but the framework is not set to trust a proxy. */
+  readonly untrustedForwardedFor: boolean
+}
+
+/** What the adapter does: continue with these headers set, or answer with this response. */
+export type HttpOutcome =
+  | { readonly action: 'next'; readonly headers: Readonly<Record<string, string>> }
+  | {
+      readonly action: 'respond'
+      readonly status: number
+      readonly headers: Readonly<Record<string, string>>
+      readonly body: string
+    }
+
+export interface HttpLimiter<Req extends object> {
+  readonly limiter: RateLimiter
+  handle(req: Req, info: RequestInfo): Promise<HttpOutcome>
+}
+
+export interface FrameworkInfo {
+  /** The framework's name and how to make it trust a proxy, for the X-Forwarded-For warning. */
+  readonly name: string
+  readonly trustProxyHint: string
+}
+
+const ADAPTER_OPTION_NAMES = [
+  ...POLICY_OPTION_NAMES,
+  'store',
+  'limiter',
+  'policy',
+  'policies',
+  'tenant',
+  'route',
+  'skip',
+  'headers',
+  'legacyHeaders',
+  'onLimited',
+  'statusCode',
+  'message',
+  'ipv6Subnet',
+  'logger',
+] as const
+
+/** Requests whose route matched no pattern share one bucket, so raw paths never become keys. */
+export const UNMATCHED_ROUTE = '*'
+
+const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}) })
+
+/**
+ * The request-level limiter behind every adapter: options are validated here once, and every header value
+ * and body is computed here, so that Express, Koa and Fastify answer byte for byte alike.
+ */
+export function createHttpLimiter<Req extends object>(
+  options: HttpRateLimitOptions<Req>,
+  framework: FrameworkInfo,
+): HttpLimiter<Req> {
+  checkOptionNames(options, 'rateLimit', ADAPTER_OPTION_NAMES)
+  const limiter = resolveLimiter(options)
+  const tenantOf = optionalFunction(options.tenant, 'tenant')
+  const routeOf = optionalFunction(options.route, 'route')
+  const skip = optionalFunction(options.skip, 'skip')
+  const onLimited = optionalFunction(options.onLimited, 'onLimited')
+  const costOf = optionalFunction(typeof options.cost === 'function' ? options.cost : undefined, 'cost')
+  const standard: HeaderStandard | false =
+    options.headers === false ? false : checkOneOf(options.headers ?? 'draft-8', 'headers', STANDARDS)
+  const legacy = checkBoolean(options.legacyHeaders ?? false, 'legacyHeaders')
+  const statusCode = checkInteger(options.statusCode ?? 429, 'statusCode', 400, 599)
+  const ipv6Subnet = checkInteger(options.ipv6Subnet ?? 56, 'ipv6Subnet', 1, 128)
+  const message = options.message
+  if (message === null || !['undefined', 'string', 'object', 'function'].includes(typeof message)) {
+    throw new OptionError('message', message, 'a string, an object or a function of (req, decision)')
+  }
+  const logger = options.logger ?? console
+  if (typeof logger?.warn !== 'function')
+    throw new OptionError('logger', logger, 'an object with a warn(message) method')
+
+  const headerOptions = {
+    standard,
+    legacy,
+    windows: new Map(limiter.policies.map((p) => [p.name, p.window])),
+  }
+  const counted = new WeakSet<Req>()
+  let warnedProxy = false
+
+  async function denialBody(req: Req, decision: Decision): Promise<ResponseBody> {
+    if (message === undefined) return quotaExceededBody(decision, statusCode)
+    return customBody(typeof message === 'function' ? await message(req, decision) : message)
+  }
+
+  function respond(status: number, headers: Record<string, string>, { contentType, body }: ResponseBody): HttpOutcome {
+    const length = String(Buffer.byteLength(body))
+    return {
+      action: 'respond',
+      status,
+      headers: { ...headers, 'content-type': contentType, 'content-length': length },
+      body,
+    }
+  }
+
+  return {
+    limiter,
+    async handle(req, info) {
+      // A request that passes this middleware twice (nested routers, a re-dispatch) counts once.
+      if (counted.has(req)) return NEXT
+      counted.add(req)
+      if (skip && (await skip(req))) return NEXT
+      if (info.untrustedForwardedFor && !warnedProxy && !tenantOf) {
+        warnedProxy = true
+        logger.warn(
+          `fleetlimit: a request carries X-Forwarded-For but ${framework.name} does not trust a proxy, so every ` +
+            `client behind the proxy shares one limit. ${framework.trustProxyHint}, or pass tenant(req).`,
+        )
+      }
+      const tenant = tenantOf ? await tenantOf(req) : ipTenant(info.ip, ipv6Subnet)
+      if (typeof tenant !== 'string') throw new OptionError('tenant(req)', tenant, 'a string')
+      const route = routeOf ? routeOf(req) : defaultRoute(info)
+      const cost = costOf ? await costOf(req) : undefined
+
+      let decision: Decision
+      try {
+        decision = await limiter.consume(
+          { tenant, ...(route !== undefined && { route }) },
+          cost === undefined ? undefined : { cost },
+        )
+      } catch (error) {
+        if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
+        return respond(503, { 'retry-after': '1' }, storeUnavailableBody())
+      }
+      const headers = rateLimitHeaders(decision, headerOptions)
+      if (decision.allowed) return { action: 'next', headers }
+      if (onLimited) await onLimited(req, decision)
+      return respond(statusCode, headers, await denialBody(req, decision))
+    },
+  }
+}
+
+const STANDARDS = ['draft-6', 'draft-7', 'draft-8'] as const
+
+/** `GET /users/:id` for a matched pattern (HEAD counts as the GET it is served by), else the shared bucket. */
+function defaultRoute(info: RequestInfo): string {
+  if (info.routePattern === undefined) return UNMATCHED_ROUTE
+  const method = info.method === 'HEAD' ? 'GET' : info.method
+  return `${method} ${info.routePattern}`
+}
+
+/** The inline policy options among an adapter's options (a `cost` function is the adapter's, not the policy's). */
+function inlinePolicy<Req>(options: HttpRateLimitOptions<Req>): Partial<PolicyOptions> {
+  const entries = POLICY_OPTION_NAMES.flatMap((name) => {
+    const value = options[name]
+    return value === undefined || typeof value === 'function' ? [] : [[name, value] as const]
+  })
+  return Object.fromEntries(entries)
+}
+
+/** Whether the options name a limit at all (Fastify's plugin may be registered for per-route policies only). */
+export function hasLimitSource<Req>(options: HttpRateLimitOptions<Req>): boolean {
+  const { limiter, policy, policies } = options
+  return (
+    limiter !== undefined ||
+    policy !== undefined ||
+    policies !== undefined ||
+    Object.keys(inlinePolicy(options)).length > 0
+  )
+}
+
+function resolveLimiter<Req>(options: HttpRateLimitOptions<Req>): RateLimiter {
+  const inline = inlinePolicy(options)
+  const sources = [
+    options.limiter !== undefined && 'limiter',
+    options.policy !== undefined && 'policy',
+    options.policies !== undefined && 'policies',
+    Object.keys(inline).length > 0 && Object.keys(inline).join(', '),
+  ].filter((source): source is string => source !== false)
+  if (sources.length !== 1) {
+    throw new OptionError(
+      sources.length === 0 ? 'limit' : sources.join(' + '),
+      undefined,
+      'exactly one of: inline policy options (limit, window, …), `policy`, `policies` or `limiter`',
+    )
+  }
+  if (options.limiter !== undefined) {
+    const limiter = options.limiter as Partial<RateLimiter>
+    if (typeof limiter.consume !== 'function' || !Array.isArray(limiter.policies)) {
+      throw new OptionError('limiter', options.limiter, 'a limiter made by createRateLimiter')
+    }
+    if (options.store !== undefined) throw new OptionError('store', options.store, 'no store beside `limiter`')
+    return options.limiter
+  }
+  const store = options.store === undefined ? {} : { store: options.store }
+  if (options.policies !== undefined) return createRateLimiter({ ...store, policies: options.policies })
+  const policy = options.policy ?? inline
+  if (typeof policy !== 'object' || policy === null) throw new OptionError('policy', policy, 'a policy object')
+  return createRateLimiter({ ...store, ...policy })
+}
+
+function optionalFunction<F>(value: F | undefined, option: string): F | undefined {
+  if (value !== undefined && typeof value !== 'function') throw new OptionError(option, value, 'a function')
+  return value
+}
+
+function checkBoolean(value: unknown, option: string): boolean {
+  if (typeof value !== 'boolean') throw new OptionError(option, value, 'true or false')
+  return value
+}

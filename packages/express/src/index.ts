@@ -1,0 +1,1 @@
+export { type ExpressRateLimitOptions, rateLimit } from './rate-limit.js'

@@ -1,0 +1,1 @@
+export { type FastifyRateLimitOptions, type RouteRateLimit, rateLimit } from './rate-limit.js'

@@ -1,0 +1,1 @@
+export { type KoaRateLimitOptions, rateLimit } from './rate-limit.js'

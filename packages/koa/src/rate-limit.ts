@@ -1,0 +1,42 @@
+import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core'
+import type { Context, Middleware } from 'koa'
+
+export type KoaRateLimitOptions = HttpRateLimitOptions<Context>
+
+const KOA = { name: 'Koa', trustProxyHint: 'Set app.proxy = true (and app.maxIpsCount) behind your proxy' }
+
+interface RouterLayer {
+  readonly path: unknown
+  readonly methods: readonly unknown[]
+}
+
+/** The pattern (with its prefixes) of the route @koa/router matched: the last matched layer with methods. */
+function matchedRoute(ctx: Context): string | undefined {
+  const layers = (ctx as { matched?: readonly RouterLayer[] }).matched ?? []
+  for (let i = layers.length - 1; i >= 0; i--) {
+    const layer = layers[i] as RouterLayer
+    if (layer.methods.length > 0 && typeof layer.path === 'string') return layer.path
+  }
+  return undefined
+}
+
+function describe(ctx: Context): RequestInfo {
+  return {
+    ip: ctx.ip || ctx.req.socket.remoteAddress,
+    method: ctx.method,
+    routePattern: matchedRoute(ctx),
+    untrustedForwardedFor: ctx.get('x-forwarded-for') !== '' && !ctx.app.proxy,
+  }
+}
+
+/** Koa middleware: `app.use(rateLimit({ store, limit: 100, window: '1m' }))`, or on a @koa/router route. */
+export function rateLimit(options: KoaRateLimitOptions): Middleware {
+  const http = createHttpLimiter<Context>(options, KOA)
+  return async (ctx, next) => {
+    const outcome = await http.handle(ctx, describe(ctx))
+    ctx.set(outcome.headers)
+    if (outcome.action === 'next') return next()
+    ctx.status = outcome.status
+    ctx.body = outcome.body
+  }
+}

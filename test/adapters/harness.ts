@@ -1,0 +1,179 @@
+import type { HttpRateLimitOptions, Policy } from '@fleetlimit/core'
+import { rateLimit as expressRateLimit } from '@fleetlimit/express'
+import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
+import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
+import Router from '@koa/router'
+import express5, { type Request } from 'express'
+import express4 from 'express4'
+import Fastify, { type FastifyRequest } from 'fastify'
+import Koa3, { type Context } from 'koa'
+import Koa2 from 'koa2'
+import request from 'supertest'
+
+/** One response as the client saw it. */
+export interface Exchange {
+  readonly status: number
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
+/** Options shared by the app-level and route-level limiters: everything but the policy. */
+export type SharedOptions = Omit<HttpRateLimitOptions<never>, 'limit' | 'window' | 'policy' | 'policies' | 'limiter'>
+
+/**
+ * One app, the same on every framework: GET /users/:id, GET /search, and a router mounted under /api with
+ * GET /api/items/:id, each answering {"ok":true}. `route` limits every route (per-route middleware, or
+ * Fastify's `config.rateLimit`); `app` limits the whole app (app.use, or the plugin's own policy).
+ */
+export interface AppSpec {
+  readonly shared?: SharedOptions
+  readonly app?: Policy
+  readonly route?: Policy | readonly Policy[] | false
+  readonly trustProxy?: boolean
+  /** The tenant: from the `t` query parameter instead of the client IP. */
+  readonly tenantFromQuery?: boolean
+  /** Express and Koa: use one middleware instance both at app level and inside the /api router. */
+  readonly sameMiddlewareTwice?: boolean
+}
+
+export interface TestApp {
+  request(method: 'GET' | 'HEAD', path: string, headers?: Record<string, string>): Promise<Exchange>
+  close(): Promise<void>
+}
+
+export interface Flavour {
+  readonly name: string
+  build(spec: AppSpec): Promise<TestApp>
+}
+
+const OK = '{"ok":true}'
+
+function routeOptions(route: AppSpec['route']) {
+  if (route === undefined || route === false) return undefined
+  return Array.isArray(route) ? { policies: route as readonly Policy[] } : { policy: route as Policy }
+}
+
+/** The shared options, with the flavour's way of reading the tenant from the query when asked. */
+function shared<Req>(spec: AppSpec, tenant: (req: Req) => string): HttpRateLimitOptions<Req> {
+  return { ...(spec.shared as HttpRateLimitOptions<Req>), ...(spec.tenantFromQuery && { tenant }) }
+}
+
+function expressFlavour(name: string, express: typeof express5): Flavour {
+  return {
+    name,
+    async build(spec) {
+      const app = express()
+      app.disable('x-powered-by')
+      app.set('etag', false)
+      if (spec.trustProxy) app.set('trust proxy', true)
+      const options = shared<Request>(spec, (req) => String(req.query.t))
+      const perRoute = routeOptions(spec.route)
+      const limit = () => (perRoute ? [expressRateLimit({ ...options, ...perRoute })] : [])
+      const ok = (_req: Request, res: express5.Response) => {
+        res.type('application/json').send(OK)
+      }
+      const appLimit = spec.app && expressRateLimit({ ...options, policy: spec.app })
+      if (appLimit) app.use(appLimit)
+      app.get('/users/:id', ...limit(), ok)
+      app.get('/search', ...limit(), ok)
+      const router = express.Router()
+      if (spec.sameMiddlewareTwice && appLimit) router.use(appLimit)
+      router.get('/items/:id', ...limit(), ok)
+      app.use('/api', router)
+      return supertestApp(app)
+    },
+  }
+}
+
+function koaFlavour(name: string, Koa: typeof Koa3): Flavour {
+  return {
+    name,
+    async build(spec) {
+      const app = new Koa()
+      if (spec.trustProxy) app.proxy = true
+      const options = shared<Context>(spec, (ctx) => String(ctx.query.t))
+      const perRoute = routeOptions(spec.route)
+      const limit = () => (perRoute ? [koaRateLimit({ ...options, ...perRoute })] : [])
+      const ok = (ctx: Context) => {
+        ctx.body = { ok: true }
+      }
+      const appLimit = spec.app && koaRateLimit({ ...options, policy: spec.app })
+      if (appLimit) app.use(appLimit)
+      const router = new Router()
+      router.get('/users/:id', ...limit(), ok)
+      router.get('/search', ...limit(), ok)
+      const api = new Router({ prefix: '/api' })
+      if (spec.sameMiddlewareTwice && appLimit) api.use(appLimit)
+      api.get('/items/:id', ...limit(), ok)
+      app.use(router.routes()).use(router.allowedMethods()).use(api.routes())
+      return supertestApp(app.callback())
+    },
+  }
+}
+
+const fastifyFlavour: Flavour = {
+  name: 'fastify 5',
+  async build(spec) {
+    const app = Fastify({ trustProxy: spec.trustProxy ?? false })
+    await app.register(fastifyRateLimit, {
+      ...shared<FastifyRequest>(spec, (req) => String((req.query as { t?: unknown }).t)),
+      ...(spec.app && { policy: spec.app }),
+    })
+    const config = spec.route === undefined ? {} : { config: { rateLimit: spec.route } }
+    app.get('/users/:id', config, async () => ({ ok: true }))
+    app.get('/search', config, async () => ({ ok: true }))
+    await app.register(
+      async (api) => {
+        api.get('/items/:id', config, async () => ({ ok: true }))
+      },
+      { prefix: '/api' },
+    )
+    await app.ready()
+    return {
+      async request(method, path, headers = {}) {
+        const res = await app.inject({ method, url: path, headers })
+        return { status: res.statusCode, headers: stringHeaders(res.headers), body: res.body }
+      },
+      close: () => app.close(),
+    }
+  },
+}
+
+function supertestApp(handler: Parameters<typeof request>[0]): TestApp {
+  return {
+    async request(method, path, headers = {}) {
+      const agent = method === 'HEAD' ? request(handler).head(path) : request(handler).get(path)
+      const res = await agent
+        .set(headers)
+        .buffer(true)
+        .parse((response, done) => {
+          let text = ''
+          response.setEncoding('utf8')
+          response.on('data', (chunk: string) => {
+            text += chunk
+          })
+          response.on('end', () => done(null, text))
+        })
+      return { status: res.status, headers: stringHeaders(res.headers), body: String(res.body ?? '') }
+    },
+    close: async () => {},
+  }
+}
+
+function stringHeaders(headers: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), String(value)]))
+}
+
+export const flavours: readonly Flavour[] = [
+  expressFlavour('express 5', express5),
+  expressFlavour('express 4', express4 as typeof express5),
+  koaFlavour('koa 3 + @koa/router', Koa3),
+  koaFlavour('koa 2 + @koa/router', Koa2 as typeof Koa3),
+  fastifyFlavour,
+]
+
+/** Headers that differ between servers for reasons of their own, not of the limiter. */
+export function comparable(exchange: Exchange): Exchange {
+  const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...headers } = exchange.headers
+  return { ...exchange, headers }
+}
