@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { cp, mkdir, mkdtemp, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -8,7 +8,17 @@ import { expect } from 'chai'
 
 const run = promisify(execFile)
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-const packages = ['core']
+const packages = ['core', 'express', 'koa', 'fastify']
+// Each peer as a consumer would have installed it, taken from the workspace package that depends on it.
+const peers = {
+  ioredis: 'node_modules',
+  express: 'node_modules',
+  koa: 'node_modules',
+  fastify: 'node_modules',
+  'fastify-plugin': 'packages/fastify/node_modules',
+  '@types/express': 'node_modules',
+  '@types/koa': 'node_modules',
+}
 
 // What a consumer does with the published tarball: a limiter from each module system, and an error
 // thrown by one copy recognised by the other copy's isFleetlimitError.
@@ -28,11 +38,36 @@ const limiter = createRateLimiter({ store: memoryStore(), limit: 2, window: 1000
 const d = await limiter.consume('t')
 console.log(JSON.stringify({ allowed: d.allowed, remaining: d.remaining }))
 `
+const adaptersCjs = `
+const { rateLimit: express } = require('@fleetlimit/express')
+const { rateLimit: koa } = require('@fleetlimit/koa')
+const { rateLimit: fastify } = require('@fleetlimit/fastify')
+const options = { limit: 5, window: '1s' }
+console.log(JSON.stringify({ express: typeof express(options), koa: typeof koa(options), fastify: typeof fastify }))
+`
+const adaptersEsm = adaptersCjs.replace(
+  /const \{ rateLimit: (\w+) \} = require\('([^']+)'\)/g,
+  "import { rateLimit as $1 } from '$2'",
+)
 const tsConsumer = `
-import { createRateLimiter, type Decision, redisStore } from '@fleetlimit/core'
+import { createRateLimiter, type Decision, definePolicy, redisStore } from '@fleetlimit/core'
+import { rateLimit as expressRateLimit } from '@fleetlimit/express'
+import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
+import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
+import express from 'express'
+import Fastify from 'fastify'
+import Koa from 'koa'
 import { Redis } from 'ioredis'
-const limiter = createRateLimiter({ store: redisStore(new Redis({ lazyConnect: true })), limit: 1, window: '1m' })
+const store = redisStore(new Redis({ lazyConnect: true }))
+const limiter = createRateLimiter({ store, limit: 1, window: '1m' })
 export const decision: Promise<Decision> = limiter.consume('t', { cost: 1 })
+const search = definePolicy({ name: 'search', limit: 5, window: '10s' })
+express().get('/search', expressRateLimit({ store, policy: search, tenant: (req) => req.ip ?? '' }))
+new Koa().use(koaRateLimit({ store, policies: [search], skip: (ctx) => ctx.path === '/health' }))
+const app = Fastify()
+export const ready = app.register(fastifyRateLimit, { store, limit: 100, window: '1m' }).then(() =>
+  app.get('/search', { config: { rateLimit: search } }, async () => 'ok'),
+)
 `
 
 describe('the packed packages load as a consumer loads them', function () {
@@ -43,6 +78,7 @@ describe('the packed packages load as a consumer loads them', function () {
     dir = await mkdtemp(join(tmpdir(), 'fleetlimit-pack-'))
     const modules = join(dir, 'node_modules')
     await mkdir(join(modules, '@fleetlimit'), { recursive: true })
+    await mkdir(join(modules, '@types'), { recursive: true })
     for (const name of packages) {
       const packageDir = join(root, 'packages', name)
       await run('pnpm', ['run', 'build'], { cwd: packageDir })
@@ -52,14 +88,28 @@ describe('the packed packages load as a consumer loads them', function () {
       await run('tar', ['-xzf', join(dir, tarball), '-C', join(dir, name)])
       await cp(join(dir, name, 'package'), join(modules, '@fleetlimit', name), { recursive: true })
     }
-    // The peer dependency, as a consumer would have installed it.
-    await symlink(await realpath(join(root, 'packages/core/node_modules/ioredis')), join(modules, 'ioredis'))
+    for (const [peer, from] of Object.entries(peers)) {
+      await symlink(await realpath(join(root, from, peer)), join(modules, peer))
+    }
   })
   after(() => (process.env.KEEP_PACK ? undefined : rm(dir, { recursive: true, force: true })))
 
-  it('ships only the built files', async () => {
-    const files = await readdir(join(dir, 'node_modules/@fleetlimit/core/dist'))
-    expect(files.sort()).to.deep.equal(['index.cjs', 'index.d.cts', 'index.d.mts', 'index.mjs'])
+  it('ships only the built files, depending on core by version', async () => {
+    for (const name of packages) {
+      const files = await readdir(join(dir, `node_modules/@fleetlimit/${name}/dist`))
+      expect(files.sort(), name).to.deep.equal(['index.cjs', 'index.d.cts', 'index.d.mts', 'index.mjs'])
+      const manifest = JSON.parse(await readFile(join(dir, `node_modules/@fleetlimit/${name}/package.json`), 'utf8'))
+      expect(JSON.stringify(manifest), name).to.not.include('workspace:')
+    }
+  })
+
+  it('loads every adapter with require and with import, and builds its middleware', async () => {
+    await writeFile(join(dir, 'adapters.cjs'), adaptersCjs)
+    await writeFile(join(dir, 'adapters.mjs'), adaptersEsm)
+    for (const file of ['adapters.cjs', 'adapters.mjs']) {
+      const { stdout } = await run(process.execPath, [file], { cwd: dir })
+      expect(JSON.parse(stdout), file).to.deep.equal({ express: 'function', koa: 'function', fastify: 'function' })
+    }
   })
 
   it('loads with require, and an ESM copy’s error is branded for the CJS copy', async () => {

@@ -4,6 +4,7 @@ import { memoryStore, redisStore, type Store } from '@fleetlimit/core'
 import { Redis } from 'ioredis'
 import { acquireBurst } from './acquire-burst.js'
 import { runFleet } from './fleet.js'
+import { httpBurst } from './http-burst.js'
 
 let failed = false
 const check = (ok: boolean, text: string) => {
@@ -41,8 +42,20 @@ async function fleet(redisUrl: string): Promise<void> {
   )
 }
 
+async function http(): Promise<void> {
+  console.log('\nThe express-basic example: seven GET /search (5 per 10 s, and 100 per minute globally):')
+  const exchanges = await httpBurst(7)
+  for (const { status, headers } of exchanges) {
+    const shown = Object.entries(headers).map(([name, value]) => `${name}: ${value}`)
+    console.log(`  ${status}  ${shown.join(' | ')}`)
+  }
+  const statuses = exchanges.map((e) => e.status).join(' ')
+  check(statuses === '200 200 200 200 200 429 429', `answered ${statuses}`)
+}
+
 console.log('fleetlimit demo')
 await burst('the in-memory store (no Redis)', memoryStore())
+await http()
 const redisUrl = process.env.REDIS_URL
 if (redisUrl) {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
