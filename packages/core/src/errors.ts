@@ -50,8 +50,12 @@ export class RateLimitTimeoutError extends FleetlimitError {
 
 /** The store failed or missed its deadline, and the policy fails closed. */
 export class StoreError extends FleetlimitError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_FLEETLIMIT_STORE', `fleetlimit: ${message}`, options)
+  /** A hint for clients: when the store may answer again (the breaker's next probe), in ms. */
+  readonly retryAfterMs: number
+
+  constructor(message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
+    super('ERR_FLEETLIMIT_STORE', `fleetlimit: ${message}`, { cause: options.cause })
+    this.retryAfterMs = options.retryAfterMs ?? 1_000
   }
 }
 

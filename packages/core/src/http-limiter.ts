@@ -1,18 +1,14 @@
 import type { Decision } from './decision.js'
-import { isFleetlimitError, OptionError } from './errors.js'
+import { isFleetlimitError, OptionError, type StoreError } from './errors.js'
 import { type HeaderStandard, rateLimitHeaders } from './headers.js'
 import { ipTenant } from './ip.js'
-import { createRateLimiter, type RateLimiter } from './limiter.js'
+import { createRateLimiter, type Logger, type RateLimiter } from './limiter.js'
 import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
 import { POLICY_OPTION_NAMES, type Policy, type PolicyOptions } from './policy.js'
 import { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
 import type { Store } from './store.js'
 
 type MaybePromise<T> = T | Promise<T>
-
-export interface Logger {
-  warn(message: string): void
-}
 
 /** The options every adapter's `rateLimit` takes; `Req` is the framework's request (or context). */
 export interface HttpRateLimitOptions<Req> extends Partial<Omit<PolicyOptions, 'cost'>> {
@@ -181,7 +177,8 @@ export function createHttpLimiter<Req extends object>(
         )
       } catch (error) {
         if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
-        return respond(503, { 'retry-after': '1' }, storeUnavailableBody())
+        const retryAfter = String(Math.max(1, Math.ceil((error as StoreError).retryAfterMs / 1000)))
+        return respond(503, { 'retry-after': retryAfter }, storeUnavailableBody())
       }
       const headers = rateLimitHeaders(decision, headerOptions)
       if (decision.allowed) return { action: 'next', headers }
@@ -243,11 +240,14 @@ function resolveLimiter<Req>(options: HttpRateLimitOptions<Req>): RateLimiter {
     if (options.store !== undefined) throw new OptionError('store', options.store, 'no store beside `limiter`')
     return options.limiter
   }
-  const store = options.store === undefined ? {} : { store: options.store }
-  if (options.policies !== undefined) return createRateLimiter({ ...store, policies: options.policies })
+  const base = {
+    ...(options.store !== undefined && { store: options.store }),
+    ...(options.logger !== undefined && { logger: options.logger }),
+  }
+  if (options.policies !== undefined) return createRateLimiter({ ...base, policies: options.policies })
   const policy = options.policy ?? inline
   if (typeof policy !== 'object' || policy === null) throw new OptionError('policy', policy, 'a policy object')
-  return createRateLimiter({ ...store, ...policy })
+  return createRateLimiter({ ...base, ...policy })
 }
 
 function optionalFunction<F>(value: F | undefined, option: string): F | undefined {

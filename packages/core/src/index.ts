@@ -1,3 +1,9 @@
+export {
+  type BreakerState,
+  type CircuitBreaker,
+  type CircuitBreakerOptions,
+  createCircuitBreaker,
+} from './circuit-breaker.js'
 export type { Decision, DecisionSource } from './decision.js'
 export { type Duration, parseDuration } from './duration.js'
 export {
@@ -16,7 +22,6 @@ export {
   type HttpOutcome,
   type HttpRateLimitOptions,
   hasLimitSource,
-  type Logger,
   type RequestInfo,
   UNMATCHED_ROUTE,
 } from './http-limiter.js'
@@ -26,7 +31,9 @@ export {
   type AcquireOptions,
   type ConsumeOptions,
   createRateLimiter,
+  type LimiterEvents,
   type LimiterStats,
+  type Logger,
   type RateLimiter,
   type RateLimiterOptions,
 } from './limiter.js'

@@ -1,6 +1,7 @@
 import { createAcquireQueue } from './acquire-queue.js'
 import type { Decision, DecisionSource } from './decision.js'
 import { parseDuration } from './duration.js'
+import { createEmitter } from './emitter.js'
 import { OptionError, StoreError } from './errors.js'
 import { buildKey, type KeyInput } from './keys.js'
 import { memoryStore } from './memory-store.js'
@@ -11,6 +12,8 @@ import { isStore, type Store, type WindowRequest, type WindowResult } from './st
 export interface RateLimiterOptions extends Partial<PolicyOptions> {
   /** Where the windows live. Default: a new `memoryStore()` (this process only). */
   store?: Store
+  /** Where the one warning per store outage (and the recovery note) go. Default: console. */
+  logger?: Logger
   /**
    * Several policies decided together (instead of the policy options): a call is admitted only if
    * every policy admits it, and only then counted in all of them, in one store call.
@@ -31,14 +34,38 @@ export interface AcquireOptions extends ConsumeOptions {
 }
 
 export interface LimiterStats {
+  /** Decisions made (a call that failed closed made none). */
   readonly decisions: number
   readonly allowed: number
   readonly denied: number
+  /** Calls sent to the store. */
   readonly storeCalls: number
   readonly localHits: number
+  /** Decisions made without the store: by the fallback window, or open. */
   readonly degraded: number
+  /** Calls sent to the store that failed: an error reply, a lost connection, or a missed deadline. */
   readonly storeErrors: number
+  /** Of storeErrors, those that missed the deadline (timeoutMs). */
   readonly timeouts: number
+  /** Calls not sent because the store's breaker was open or its client disconnected. */
+  readonly shortCircuits: number
+  /** Times the store's breaker opened since this limiter was created. */
+  readonly breakerOpenings: number
+}
+
+/** The limiter's events; `on` returns the unsubscribe function. */
+export type LimiterEvents = {
+  /** A decision could not use the store (sent and failed, or short-circuited). */
+  storeError: [error: StoreError]
+  /** A decision made without the store. */
+  degraded: [decision: Decision]
+  breakerOpen: []
+  breakerClose: []
+}
+
+export interface Logger {
+  warn(message: string): void
+  info?(message: string): void
 }
 
 export interface RateLimiter {
@@ -54,11 +81,13 @@ export interface RateLimiter {
   /** Forgets every unit of the key. */
   reset(key: KeyInput): Promise<void>
   stats(): LimiterStats
+  on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): () => void
 }
 
-const LIMITER_OPTION_NAMES = ['store', 'policies', ...POLICY_OPTION_NAMES] as const
+const LIMITER_OPTION_NAMES = ['store', 'policies', 'logger', ...POLICY_OPTION_NAMES] as const
 
 class DeadlineExceeded extends StoreError {}
+class ShortCircuit extends StoreError {}
 
 /** Builds a limiter for one policy, or several decided together, on one store; every option is validated here, once. */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
@@ -72,6 +101,23 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const defaultCost = Math.max(...policies.map((p) => p.cost))
   const maxCost = Math.min(...policies.map((p) => p.limit))
 
+  const logger = options.logger ?? console
+  if (typeof logger?.warn !== 'function')
+    throw new OptionError('logger', logger, 'an object with a warn(message) method')
+  const { breaker } = store
+  const openingsAtStart = breaker?.openings ?? 0
+  const events = createEmitter<LimiterEvents>((event) => {
+    // Breaker events are forwarded only once someone listens, so idle limiters hold no subscription.
+    if (event === 'breakerOpen') breaker?.on('open', () => events.emit('breakerOpen'))
+    if (event === 'breakerClose') breaker?.on('close', () => events.emit('breakerClose'))
+  })
+  const mode = failClosed
+    ? 'failing closed'
+    : policies.some((p) => p.fallback)
+      ? 'failing open under its fallback limit'
+      : 'failing open, unlimited'
+  let failuresThisOutage = 0
+
   const counters = {
     decisions: 0,
     allowed: 0,
@@ -81,6 +127,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     degraded: 0,
     storeErrors: 0,
     timeouts: 0,
+    shortCircuits: 0,
   }
 
   const keysOf = (input: KeyInput): string[] =>
@@ -99,15 +146,53 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return decision
   }
 
-  async function degrade(keys: readonly string[], cost: number, error: unknown): Promise<Decision> {
-    counters.storeErrors++
+  /** Asks the store, unless its breaker is open or its client disconnected; bounded by the deadline. */
+  async function ask<T>(call: () => Promise<T>): Promise<T> {
+    if (breaker && !breaker.tryAcquire()) throw new ShortCircuit('the circuit breaker is open')
+    if (store.isConnected?.() === false) {
+      breaker?.failure()
+      throw new ShortCircuit('the store is not connected')
+    }
+    counters.storeCalls++
+    try {
+      const result = await withDeadline(call(), timeoutMs)
+      breaker?.success()
+      if (failuresThisOutage > 0) {
+        logger.info?.(
+          `fleetlimit: the store answers again for policy "${first.name}" (${failuresThisOutage} decisions without it).`,
+        )
+        failuresThisOutage = 0
+      }
+      return result
+    } catch (error) {
+      breaker?.failure()
+      throw error
+    }
+  }
+
+  /** Counts a failed store call, tells the listeners and, once an outage, the logger; returns the error to throw. */
+  function storeFailure(error: unknown): StoreError {
+    if (error instanceof ShortCircuit) counters.shortCircuits++
+    else counters.storeErrors++
     if (error instanceof DeadlineExceeded) counters.timeouts++
     const reason = error instanceof Error ? error.message : String(error)
-    if (failClosed) {
-      throw new StoreError(`the store failed a decision for policy "${first.name}": ${reason}`, { cause: error })
-    }
+    const retryAfterMs = breaker?.msUntilProbe() || 1_000
+    const failure = new StoreError(`the store failed a decision for policy "${first.name}": ${reason}`, {
+      cause: error,
+      retryAfterMs,
+    })
+    if (failuresThisOutage++ === 0)
+      logger.warn(`fleetlimit: ${reason}; policy "${first.name}" is ${mode} until it recovers.`)
+    events.emit('storeError', failure)
+    return failure
+  }
+
+  async function degrade(keys: readonly string[], cost: number, error: unknown): Promise<Decision> {
+    const failure = storeFailure(error)
+    if (failClosed) throw failure
     counters.degraded++
     const withFallback = policies.flatMap((p, i) => (p.fallback ? [{ policy: p, key: keys[i] as string }] : []))
+    let decision: Decision
     if (fallback && withFallback.length > 0) {
       // A cost above a fallback limit counts as that whole limit, so it can still be admitted alone.
       const requests = withFallback.map(({ policy, key }) => {
@@ -115,24 +200,24 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         return { key, limit, windowMs: policy.window, cost: Math.min(cost, limit) }
       })
       const results = await fallback.consume(requests)
-      return count(
-        combine(
-          results.map((result, i) =>
-            toDecision(result, 'fallback', (withFallback[i] as { policy: Policy }).policy, true),
-          ),
+      decision = combine(
+        results.map((result, i) =>
+          toDecision(result, 'fallback', (withFallback[i] as { policy: Policy }).policy, true),
         ),
       )
+    } else {
+      // Unknown numbers are not invented: the decision says only that it was admitted unlimited.
+      const { limit, name } = first
+      decision = { allowed: true, limit, remaining: limit, retryAfterMs: 0, resetMs: 0, source: 'open', policy: name }
     }
-    // Unknown numbers are not invented: the decision says only that it was admitted unlimited.
-    const { limit, name } = first
-    return count({ allowed: true, limit, remaining: limit, retryAfterMs: 0, resetMs: 0, source: 'open', policy: name })
+    events.emit('degraded', decision)
+    return count(decision)
   }
 
   async function decide(keys: readonly string[], cost: number): Promise<Decision> {
     let results: WindowResult[]
     try {
-      counters.storeCalls++
-      results = await withDeadline(store.consume(requestsOf(keys, cost)), timeoutMs)
+      results = await ask(() => store.consume(requestsOf(keys, cost)))
     } catch (error) {
       return degrade(keys, cost, error)
     }
@@ -169,8 +254,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return acquireInQueue(keys.join(' '), keys, cost, maxWaitMs, signal)
     },
     async peek(key) {
-      const results = await withDeadline(store.peek(requestsOf(keysOf(key), 1)), timeoutMs).catch((error: unknown) => {
-        throw new StoreError(`the store failed a peek for policy "${first.name}"`, { cause: error })
+      const results = await ask(() => store.peek(requestsOf(keysOf(key), 1))).catch((error: unknown) => {
+        throw storeFailure(error)
       })
       return combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy)))
     },
@@ -178,7 +263,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       const keys = keysOf(key)
       await Promise.all(keys.flatMap((storeKey) => [store.reset(storeKey), fallback?.reset(storeKey)]))
     },
-    stats: () => ({ ...counters }),
+    stats: () => ({ ...counters, breakerOpenings: (breaker?.openings ?? 0) - openingsAtStart }),
+    on: events.on,
   }
 }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { type CircuitBreakerOptions, createCircuitBreaker } from './circuit-breaker.js'
 import { OptionError, StoreError } from './errors.js'
 import { checkOptionNames } from './options.js'
 import { createScriptRunner, type ScriptClient } from './script-runner.js'
@@ -8,7 +9,12 @@ import { STORE, type Store, type WindowRequest, type WindowResult } from './stor
 export interface RedisStoreOptions {
   /** The first part of every key. Default 'fleetlimit'. */
   prefix?: string
+  /** When to stop calling a failing Redis, and when to probe it again. */
+  breaker?: CircuitBreakerOptions
 }
+
+// ioredis states in which a command would wait in the offline queue for a connection that was lost.
+const DISCONNECTED = new Set(['reconnecting', 'close', 'end', 'disconnecting'])
 
 const PREFIX_PATTERN = /^[^\s{}]{1,64}$/
 
@@ -21,12 +27,13 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
   if (!isScriptClient(client)) {
     throw new OptionError('redisStore(client)', client, 'an ioredis Redis or Cluster instance')
   }
-  checkOptionNames(options, 'redisStore', ['prefix'])
+  checkOptionNames(options, 'redisStore', ['prefix', 'breaker'])
   const prefix = options.prefix ?? 'fleetlimit'
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new OptionError('redisStore.prefix', prefix, '1 to 64 characters with no whitespace and no `{` or `}`')
   }
 
+  const breaker = createCircuitBreaker(options.breaker)
   const runner = createScriptRunner(client)
   // Members must be unique across the fleet: a random tag per store, then a counter.
   const tag = randomBytes(8).toString('base64url')
@@ -53,17 +60,21 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     reset: async (key) => {
       await client.del(`${prefix}:${key}`)
     },
+    // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
+    isConnected: () => !DISCONNECTED.has(client.status),
+    breaker,
   }
 }
 
 function isScriptClient(client: unknown): client is ScriptClient {
-  const candidate = client as Partial<Record<'evalsha' | 'eval' | 'del', unknown>> | null
+  const candidate = client as Partial<Record<'evalsha' | 'eval' | 'del' | 'status', unknown>> | null
   return (
     typeof candidate === 'object' &&
     candidate !== null &&
     typeof candidate.evalsha === 'function' &&
     typeof candidate.eval === 'function' &&
-    typeof candidate.del === 'function'
+    typeof candidate.del === 'function' &&
+    typeof candidate.status === 'string'
   )
 }
 

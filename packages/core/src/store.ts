@@ -1,3 +1,5 @@
+import type { CircuitBreaker } from './circuit-breaker.js'
+
 /** The brand (and interface version) of a fleetlimit store. */
 export const STORE = Symbol.for('fleetlimit.store.v1')
 
@@ -33,6 +35,10 @@ export interface Store {
   peek(requests: readonly WindowRequest[]): Promise<WindowResult[]>
   /** Forgets every unit of a key. */
   reset(key: string): Promise<void>
+  /** For a remote store: false while its connection is down, so that limiters do not send at all. */
+  isConnected?(): boolean
+  /** For a remote store: the circuit breaker that every limiter on this store shares. */
+  readonly breaker?: CircuitBreaker
 }
 
 export function isStore(value: unknown): value is Store {

@@ -1,0 +1,87 @@
+import { checkInteger, checkOptionNames } from './options.js'
+
+export interface CircuitBreakerOptions {
+  /** Consecutive failed store calls that open the breaker. Default 5. */
+  failureThreshold?: number
+  /** How long the breaker stays open before one probe may go through, in ms. Default 1000. */
+  cooldownMs?: number
+}
+
+export type BreakerState = 'closed' | 'open' | 'half-open'
+
+/**
+ * Stops calls to a store that keeps failing, so a dead Redis costs microseconds per decision instead of a
+ * timeout each. Closed: calls go through, consecutive failures are counted. Open: no call goes through until
+ * the cool-down has passed; then one probe does (half-open), and its outcome closes or reopens the breaker.
+ */
+export interface CircuitBreaker {
+  readonly state: BreakerState
+  /** Times the breaker went from closed to open. */
+  readonly openings: number
+  /** Whether a call may go to the store now (in half-open, true for the one probe only). */
+  tryAcquire(): boolean
+  /** The time until a probe may go through: 0 unless open. */
+  msUntilProbe(): number
+  success(): void
+  failure(): void
+  /** Subscribes to transitions; returns the unsubscribe function. */
+  on(event: 'open' | 'close', listener: () => void): () => void
+}
+
+export function createCircuitBreaker(
+  options: CircuitBreakerOptions = {},
+  clock = () => performance.now(),
+): CircuitBreaker {
+  checkOptionNames(options, 'breaker', ['failureThreshold', 'cooldownMs'])
+  const failureThreshold = checkInteger(options.failureThreshold ?? 5, 'breaker.failureThreshold', 1, 1_000)
+  const cooldownMs = checkInteger(options.cooldownMs ?? 1_000, 'breaker.cooldownMs', 1, 600_000)
+
+  let state: BreakerState = 'closed'
+  let failures = 0
+  let openedAt = 0
+  let openings = 0
+  const listeners = { open: new Set<() => void>(), close: new Set<() => void>() }
+  const emit = (event: 'open' | 'close') => {
+    for (const listener of listeners[event]) listener()
+  }
+
+  return {
+    get state() {
+      return state
+    },
+    get openings() {
+      return openings
+    },
+    tryAcquire() {
+      if (state === 'closed') return true
+      if (state === 'half-open' || clock() - openedAt < cooldownMs) return false
+      state = 'half-open'
+      return true
+    },
+    msUntilProbe() {
+      return state === 'open' ? Math.max(0, Math.ceil(openedAt + cooldownMs - clock())) : 0
+    },
+    success() {
+      failures = 0
+      if (state === 'closed') return
+      state = 'closed'
+      emit('close')
+    },
+    failure() {
+      failures++
+      if (state === 'half-open' || (state === 'closed' && failures >= failureThreshold)) {
+        const opening = state === 'closed'
+        state = 'open'
+        openedAt = clock()
+        if (opening) {
+          openings++
+          emit('open')
+        }
+      }
+    },
+    on(event, listener) {
+      listeners[event].add(listener)
+      return () => listeners[event].delete(listener)
+    },
+  }
+}

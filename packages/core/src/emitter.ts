@@ -1,0 +1,38 @@
+type Listener = (...args: never[]) => void
+
+/** A minimal typed event emitter: `on` returns its own unsubscribe function; a throwing listener is isolated. */
+export interface Emitter<Events extends Record<string, unknown[]>> {
+  on<E extends keyof Events>(event: E, listener: (...args: Events[E]) => void): () => void
+  emit<E extends keyof Events>(event: E, ...args: Events[E]): void
+}
+
+export function createEmitter<Events extends Record<string, unknown[]>>(
+  onFirstListener?: (event: keyof Events) => void,
+): Emitter<Events> {
+  const listeners = new Map<keyof Events, Set<Listener>>()
+  return {
+    on(event, listener) {
+      let set = listeners.get(event)
+      if (!set) {
+        set = new Set()
+        listeners.set(event, set)
+        onFirstListener?.(event)
+      }
+      const entry = listener as unknown as Listener
+      set.add(entry)
+      return () => set.delete(entry)
+    },
+    emit(event, ...args) {
+      for (const listener of listeners.get(event) ?? []) {
+        try {
+          ;(listener as unknown as (...a: Events[typeof event]) => void)(...args)
+        } catch (error) {
+          // A listener's bug must not turn a rate-limit decision into a failed request: it surfaces on its own.
+          queueMicrotask(() => {
+            throw error
+          })
+        }
+      }
+    },
+  }
+}
