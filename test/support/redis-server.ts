@@ -7,7 +7,12 @@ export interface RedisServer {
   readonly port: number
   readonly url: string
   readonly process: ChildProcess
+  /** SIGKILL, and wait for the exit. */
   stop(): Promise<void>
+  /** SIGSTOP: the server keeps its connections and answers nothing, as behind a silent network. */
+  freeze(): void
+  /** SIGCONT after freeze(). */
+  thaw(): void
 }
 
 export async function freePort(): Promise<number> {
@@ -21,8 +26,11 @@ export async function freePort(): Promise<number> {
 }
 
 /** Starts redis-server (nothing saved to disk) and resolves once it accepts connections. */
-export async function startRedisServer(extraArgs: readonly string[] = []): Promise<RedisServer> {
-  const port = await freePort()
+export async function startRedisServer(
+  extraArgs: readonly string[] = [],
+  { port: fixedPort }: { port?: number } = {},
+): Promise<RedisServer> {
+  const port = fixedPort ?? (await freePort())
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', '', ...extraArgs],
@@ -60,5 +68,7 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
       child.kill('SIGKILL')
       await once(child, 'exit')
     },
+    freeze: () => child.kill('SIGSTOP'),
+    thaw: () => child.kill('SIGCONT'),
   }
 }

@@ -1,0 +1,132 @@
+// Failure part: what a DEFAULT ioredis client and fleetlimit's defaults (timeoutMs 100, breaker of 5
+// failures and 1 s cool-down) cost the caller while Redis is killed or frozen, and how soon decisions
+// return to the store when it comes back.
+import { once } from 'node:events'
+import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
+import { Redis } from 'ioredis'
+import { type RedisServer, startRedisServer } from '../test/support/redis-server.js'
+import type { PartResult } from './run.js'
+
+const LOAD = 20 // concurrent callers
+const TIMEOUT_MS = 100
+
+interface Sample {
+  readonly at: number
+  readonly ms: number
+  readonly source: string
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const quantile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+}
+
+/** Keeps LOAD callers deciding until stopped; every decision's start, duration and outcome. */
+function load(limiter: RateLimiter) {
+  const samples: Sample[] = []
+  let running = true
+  const caller = async () => {
+    while (running) {
+      const at = performance.now()
+      const source = await limiter.consume('bench').then(
+        (d) => d.source,
+        () => 'error',
+      )
+      samples.push({ at, ms: performance.now() - at, source })
+      // Yield to timers between decisions, as a server between requests would.
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+  const done = Promise.all(Array.from({ length: LOAD }, caller))
+  return {
+    samples,
+    stop: async () => {
+      running = false
+      await done
+    },
+  }
+}
+
+async function scenario(kind: 'kill' | 'freeze') {
+  let server: RedisServer = await startRedisServer()
+  const client = new Redis(server.url) // the defaults: offline queue on, 20 retries per request
+  client.on('error', () => {})
+  await once(client, 'ready')
+  const limiter = createRateLimiter({
+    store: redisStore(client),
+    limit: 1_000_000,
+    window: '1m',
+    timeoutMs: TIMEOUT_MS,
+    logger: { warn() {} },
+  })
+  const running = load(limiter)
+  await sleep(1_000)
+
+  const faultAt = performance.now()
+  if (kind === 'kill') await server.stop()
+  else server.freeze()
+  await sleep(2_500)
+
+  // With the breaker open: decisions per second of one caller, in a tight loop.
+  const openStats = limiter.stats()
+  const loopStarted = performance.now()
+  let openDecisions = 0
+  while (performance.now() - loopStarted < 200) {
+    await limiter.consume('bench').catch(() => {})
+    openDecisions++
+  }
+  const openRate = openDecisions / ((performance.now() - loopStarted) / 1000)
+  const sentWhileOpen = limiter.stats().storeCalls - openStats.storeCalls
+
+  const backAt = performance.now()
+  if (kind === 'kill') server = await startRedisServer([], { port: server.port })
+  else server.thaw()
+  const recoveredBy = performance.now() + 10_000
+  while (performance.now() < recoveredBy && !running.samples.some((s) => s.at > backAt && s.source === 'store')) {
+    await sleep(5)
+  }
+  await sleep(300)
+  await running.stop()
+  client.disconnect()
+  await server.stop()
+
+  const during = running.samples.filter((s) => s.at >= faultAt && s.at < backAt)
+  const firstStore = running.samples.find((s) => s.at > backAt && s.source === 'store')
+  return {
+    kind,
+    decisionsDuringFault: during.length,
+    slowestMs: Math.max(...during.map((s) => s.ms)),
+    p50Ms: quantile(
+      during.map((s) => s.ms),
+      0.5,
+    ),
+    p99Ms: quantile(
+      during.map((s) => s.ms),
+      0.99,
+    ),
+    breakerOpenDecisionsPerSecond: Math.round(openRate),
+    sentWhileBreakerOpen: sentWhileOpen,
+    backToStoreMs: firstStore ? firstStore.at + firstStore.ms - backAt : null,
+    stats: limiter.stats(),
+  }
+}
+
+export async function failure(): Promise<PartResult> {
+  const results = [await scenario('kill'), await scenario('freeze')]
+  const rows = results.map(
+    (r) =>
+      `| ${r.kind === 'kill' ? 'kill -9, restart 2.5 s later' : 'SIGSTOP, SIGCONT 2.5 s later'} | ${r.decisionsDuringFault} | ` +
+      `${r.slowestMs.toFixed(1)} | ${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(1)} | ${r.breakerOpenDecisionsPerSecond.toLocaleString('en')} | ` +
+      `${r.sentWhileBreakerOpen} | ${r.backToStoreMs === null ? 'never' : r.backToStoreMs.toFixed(0)} |`,
+  )
+  const markdown = [
+    `fail-closed policy, timeoutMs ${TIMEOUT_MS}, default breaker (5 failures, 1 s cool-down), default ioredis client, ${LOAD} concurrent callers.`,
+    '',
+    '| fault | decisions during the fault | slowest (ms) | p50 (ms) | p99 (ms) | decisions/s of one caller, breaker open | store calls sent while open | back to the store after the server returns (ms) |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n')
+  return { title: 'Failure: decisions while Redis is killed or frozen', markdown, data: results }
+}

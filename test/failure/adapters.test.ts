@@ -1,0 +1,73 @@
+import { definePolicy, redisStore } from '@fleetlimit/core'
+import { expect } from 'chai'
+import type { Redis } from 'ioredis'
+import { flavours } from '../adapters/harness.js'
+import { type RedisServer, startRedisServer } from '../support/redis-server.js'
+import { boundMs, defaultClient } from './faults.js'
+
+describe('adapters while Redis is down', function () {
+  this.timeout(30_000)
+  let server: RedisServer
+  let client: Redis
+
+  before(async () => {
+    server = await startRedisServer()
+    client = await defaultClient(server.url)
+    await server.stop()
+  })
+  after(() => client.disconnect())
+
+  for (const flavour of flavours) {
+    describe(flavour.name, () => {
+      it('failing closed: 503 with Retry-After and problem+json, fast', async () => {
+        const app = await flavour.build({
+          shared: { store: redisStore(client), logger: { warn() {} } },
+          route: definePolicy({ name: 'users', limit: 5, window: '1m', timeoutMs: 100 }),
+        })
+        for (let i = 0; i < 5; i++) {
+          const started = performance.now()
+          const res = await app.request('GET', '/users/1')
+          expect(performance.now() - started, 'the request did not hang').to.be.below(boundMs(100))
+          expect(res.status).to.equal(503)
+          expect(Number(res.headers['retry-after'])).to.be.at.least(1)
+          expect(res.headers['content-type']).to.equal('application/problem+json')
+          expect(JSON.parse(res.body)).to.include({ status: 503, title: 'Service Unavailable' })
+          expect(res.headers.ratelimit).to.equal(undefined)
+        }
+        await app.close()
+      })
+
+      it('failing open: 200 under the fallback limit, then 429', async () => {
+        const app = await flavour.build({
+          shared: { store: redisStore(client), logger: { warn() {} } },
+          route: definePolicy({
+            name: 'users',
+            limit: 100,
+            window: '1m',
+            onStoreError: 'fail-open',
+            fallback: { limit: 2 },
+          }),
+        })
+        const statuses = []
+        for (let i = 0; i < 4; i++) statuses.push((await app.request('GET', '/users/1')).status)
+        expect(statuses).to.deep.equal([200, 200, 429, 429])
+        const denied = await app.request('GET', '/users/1')
+        expect(denied.headers.ratelimit, 'the fallback window’s own numbers').to.equal('"users";r=0;t=60')
+        await app.close()
+      })
+
+      it('failing open without a fallback: 200 with no RateLimit headers', async () => {
+        const app = await flavour.build({
+          shared: { store: redisStore(client), logger: { warn() {} } },
+          route: definePolicy({ name: 'users', limit: 1, window: '1m', onStoreError: 'fail-open' }),
+        })
+        for (let i = 0; i < 3; i++) {
+          const res = await app.request('GET', '/users/1')
+          expect(res.status).to.equal(200)
+          expect(Object.keys(res.headers).filter((h) => h.startsWith('ratelimit'))).to.deep.equal([])
+        }
+        await app.close()
+      })
+    })
+  }
+})
