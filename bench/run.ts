@@ -4,6 +4,7 @@ import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { failure } from './failure.js'
+import { local } from './local.js'
 
 export interface PartResult {
   readonly title: string
@@ -11,7 +12,7 @@ export interface PartResult {
   readonly data: unknown
 }
 
-const parts: Record<string, () => Promise<PartResult>> = { failure }
+const parts: Record<string, () => Promise<PartResult>> = { failure, local: () => local() }
 
 const wanted = process.argv.slice(2)
 const unknown = wanted.filter((name) => !(name in parts))

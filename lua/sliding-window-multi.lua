@@ -16,8 +16,8 @@
 --   retryAfterMs_i  0 when window i has room; else the exact wait, rounded up, until it has
 --   resetMs_i       time until window i holds no unit of its key (0 when empty)
 --
--- The same rules as sliding-window.lua: the server's clock, unique members, PEXPIRE of one
--- window after the last admission, and a denial records nothing.
+-- The same rules as sliding-window.lua: the server's clock, unique members, PEXPIRE until the
+-- newest unit leaves the window, and a denial records nothing.
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -42,6 +42,14 @@ for i, key in ipairs(KEYS) do
   end
 end
 
+local function ms_until_gone(key, index, window)
+  local score = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
+  if not score then
+    return 0
+  end
+  return math.ceil((tonumber(score) + window * 1000 - now) / 1000)
+end
+
 local recorded = fits and mode == 'consume'
 if recorded then
   for i, key in ipairs(KEYS) do
@@ -55,16 +63,8 @@ if recorded then
         args = {}
       end
     end
-    redis.call('PEXPIRE', key, windows[i])
+    redis.call('PEXPIRE', key, ms_until_gone(key, -1, windows[i]))
   end
-end
-
-local function ms_until_gone(key, index, window)
-  local score = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
-  if not score then
-    return 0
-  end
-  return math.ceil((tonumber(score) + window * 1000 - now) / 1000)
 end
 
 local reply = { fits and 1 or 0, now }

@@ -8,6 +8,9 @@
 -- ARGV[4]  member   an id unique to this call; unit i is stored as member..':'..i
 -- ARGV[5]  mode     'consume' records an admission; 'peek' decides and records nothing
 --
+-- Units scored in the future (leases, see lease.lua) count from the moment they are added until
+-- their score is one window old.
+--
 -- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }
 --   allowed       1 when the cost fits (and, in 'consume' mode, was recorded), else 0
 --   remaining     units left in the window after this call
@@ -17,7 +20,8 @@
 --   nowUs         the server time of the decision, in microseconds
 --
 -- The time comes from the server (TIME), never from a caller, so clock skew between
--- application servers cannot widen the window. A denial records nothing.
+-- application servers cannot widen the window. A denial records nothing. The key expires when
+-- its newest unit leaves the window: one window after the last admission.
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -59,8 +63,11 @@ if used + cost <= limit then
       args = {}
     end
   end
-  redis.call('PEXPIRE', key, window_ms)
-  return { 1, limit - used - cost, 0, window_ms, now }
+  -- The key lives until its newest unit leaves the window; a leased unit (lease.lua) may be scored
+  -- in the future, so this is not always one window from now, and never shortens a lease's cover.
+  local reset = ms_until_gone(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+  redis.call('PEXPIRE', key, reset)
+  return { 1, limit - used - cost, 0, reset, now }
 end
 
 -- Denied: the (used + cost - limit)-th oldest unit must leave before this cost fits.

@@ -16,22 +16,60 @@ process.once('message', async (config: FleetWorkerConfig) => {
 
   const redis = new Redis(config.redisUrl)
   const recording = recordingStore(redisStore(redis, { prefix: config.prefix }))
-  const limiter = createRateLimiter({ store: recording.store, limit: config.limit, window: config.windowMs })
+  const limiter = createRateLimiter({
+    store: recording.store,
+    limit: config.limit,
+    window: config.windowMs,
+    timeoutMs: config.timeoutMs,
+    ...(config.local !== undefined && { local: config.local }),
+  })
+  // Units a lease admits here are decided in this process: noted on the wall clock, which on one machine is
+  // the clock Redis's TIME reads (Date.now may be skewed on purpose, so it is not used).
+  const wallNow = () => performance.timeOrigin + performance.now()
   await limiter.peek(config.key)
   await send({ type: 'ready' })
   await new Promise((resolve) => process.once('message', resolve))
 
   let calls = 0
-  const until = performance.now() + config.durationMs
-  const loop = async () => {
-    while (performance.now() < until) {
-      calls++
-      const decision = await limiter.consume(config.key)
-      if (!decision.allowed) await sleep(Math.min(decision.retryAfterMs, until - performance.now()))
-    }
+  let errors = 0
+  const started = performance.now()
+  const until = started + config.durationMs
+  const decide = async () => {
+    calls++
+    const decision = await limiter.consume(config.key)
+    if (decision.allowed && decision.source === 'local') recording.admissions.push(wallNow())
+    return decision
   }
-  await Promise.all(Array.from({ length: config.concurrency }, loop))
-  await send({ type: 'done', admissions: recording.admissions, calls })
+  if (typeof config.pace === 'number') {
+    // Open loop: requests arrive at a steady rate whatever the answers, as from many independent clients.
+    const perMs = config.pace / 1000
+    const inFlight = new Set<Promise<unknown>>()
+    let sent = 0
+    while (performance.now() < until) {
+      const due = Math.floor((performance.now() - started) * perMs)
+      for (; sent < due; sent++) {
+        const call = decide()
+          .catch(() => {
+            errors++
+          })
+          .finally(() => inFlight.delete(call))
+        inFlight.add(call)
+      }
+      await sleep(2)
+    }
+    await Promise.all(inFlight)
+  } else {
+    const loop = async () => {
+      while (performance.now() < until) {
+        const decision = await decide()
+        if (decision.allowed) continue
+        if (config.pace === 'retry') await sleep(Math.min(decision.retryAfterMs, until - performance.now()))
+        else await new Promise((resolve) => setImmediate(resolve))
+      }
+    }
+    await Promise.all(Array.from({ length: config.concurrency }, loop))
+  }
+  await send({ type: 'done', admissions: recording.admissions, calls, errors, stats: limiter.stats() })
   await redis.quit()
   process.disconnect()
 })

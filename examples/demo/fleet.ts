@@ -2,6 +2,7 @@ import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
+import type { LimiterStats, LocalOptions } from '@fleetlimit/core'
 import { maxInWindow } from './recording-store.js'
 
 export interface FleetWorkerConfig {
@@ -13,6 +14,13 @@ export interface FleetWorkerConfig {
   readonly durationMs: number
   readonly concurrency: number
   readonly skewMs: number
+  readonly local: LocalOptions | false | undefined
+  readonly timeoutMs: number
+  /**
+   * How calls are made: loops that sleep a denial's retryAfterMs ('retry') or call again at once ('hammer'),
+   * or a steady number of calls per second whatever the answers.
+   */
+  readonly pace: 'retry' | 'hammer' | number
 }
 
 export interface FleetOptions {
@@ -23,6 +31,10 @@ export interface FleetOptions {
   /** One worker process per entry: the shift of its Date.now(), in ms. */
   readonly skewsMs: readonly number[]
   readonly concurrency?: number
+  readonly local?: LocalOptions | false
+  readonly pace?: 'retry' | 'hammer' | number
+  /** The policy's store deadline. Default 100 ms. */
+  readonly timeoutMs?: number
 }
 
 export interface FleetReport {
@@ -30,7 +42,13 @@ export interface FleetReport {
   readonly admissions: number[]
   readonly perWorker: number[]
   readonly calls: number
+  /** Calls that threw (a store failure on a fail-closed policy). */
+  readonly errors: number
+  /** Every worker's limiter stats, summed. */
+  readonly stats: Record<keyof LimiterStats, number>
   readonly maxInWindow: number
+  /** The same over windows 5 ms shorter: for admissions noted on a client's clock a moment after the fact. */
+  readonly maxInWindow5msShort: number
   /** Admissions in the whole windows that followed the first admission, and the most a limiter may admit there. */
   readonly inWholeWindows: number
   readonly idealInWholeWindows: number
@@ -47,6 +65,9 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     windowMs: options.windowMs,
     durationMs: options.durationMs,
     concurrency: options.concurrency ?? 2,
+    local: options.local,
+    pace: options.pace ?? 'retry',
+    timeoutMs: options.timeoutMs ?? 100,
   }
   const workerPath = fileURLToPath(new URL('./fleet-worker.ts', import.meta.url))
   const workers = options.skewsMs.map((skewMs) => {
@@ -59,7 +80,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     await Promise.all(workers.map((child) => once(child, 'message')))
     const results = workers.map(
       (child) =>
-        new Promise<{ admissions: number[]; calls: number }>((resolve, reject) => {
+        new Promise<{ admissions: number[]; calls: number; errors: number; stats: LimiterStats }>((resolve, reject) => {
           child.once('message', resolve)
           child.once('exit', (code) => reject(new Error(`fleet worker exited with ${code} before reporting`)))
         }),
@@ -74,11 +95,23 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       admissions,
       perWorker: reports.map((r) => r.admissions.length),
       calls: reports.reduce((sum, r) => sum + r.calls, 0),
+      errors: reports.reduce((sum, r) => sum + r.errors, 0),
+      stats: sumStats(reports.map((r) => r.stats)),
       maxInWindow: maxInWindow(admissions, options.windowMs),
+      maxInWindow5msShort: maxInWindow(admissions, options.windowMs - 5),
       inWholeWindows: admissions.filter((t) => t < first + windows * options.windowMs).length,
       idealInWholeWindows: windows * options.limit,
     }
   } finally {
     for (const child of workers) if (child.exitCode === null) child.kill()
   }
+}
+
+function sumStats(all: readonly LimiterStats[]): Record<keyof LimiterStats, number> {
+  const sum = {} as Record<keyof LimiterStats, number>
+  for (const stats of all) {
+    for (const [name, value] of Object.entries(stats) as [keyof LimiterStats, number][])
+      sum[name] = (sum[name] ?? 0) + value
+  }
+  return sum
 }

@@ -1,24 +1,36 @@
 import { STORE, type Store } from '@fleetlimit/core'
 
-/** Wraps a store to note the store-clock time of every admission: the times the window is defined on. */
+/**
+ * Wraps a store to note the store-clock time (ms) of every unit it admits: plain admissions, and the units a
+ * lease call admits for the call that asked (the rest of a lease is admitted locally, and noted by the caller).
+ */
 export function recordingStore(store: Store): { store: Store; admissions: number[] } {
   const admissions: number[] = []
-  return {
-    admissions,
-    store: {
-      [STORE]: true,
-      async consume(requests) {
-        const results = await store.consume(requests)
-        const [first] = results
-        if (first && results.every((r) => r.allowed)) {
-          for (let i = 0; i < (requests[0]?.cost ?? 0); i++) admissions.push(first.now)
-        }
-        return results
-      },
-      peek: (requests) => store.peek(requests),
-      reset: (key) => store.reset(key),
-    },
+  const note = (time: number, units: number) => {
+    for (let i = 0; i < units; i++) admissions.push(time)
   }
+  const wrapped: Store = {
+    [STORE]: true,
+    async consume(requests) {
+      const results = await store.consume(requests)
+      const [first] = results
+      if (first && results.every((r) => r.allowed)) note(first.now, requests[0]?.cost ?? 0)
+      return results
+    },
+    peek: (requests) => store.peek(requests),
+    reset: (key) => store.reset(key),
+    ...(store.lease && {
+      lease: async (request) => {
+        const result = await (store.lease as NonNullable<Store['lease']>)(request)
+        if (result.lease.granted > 0) note(result.now, request.min)
+        return result
+      },
+    }),
+    ...(store.release && { release: store.release.bind(store) }),
+    ...(store.isConnected && { isConnected: store.isConnected.bind(store) }),
+    ...(store.breaker && { breaker: store.breaker }),
+  }
+  return { admissions, store: wrapped }
 }
 
 /** The most admissions inside any window (t - windowMs, t]. */

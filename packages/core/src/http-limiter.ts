@@ -3,6 +3,7 @@ import { isFleetlimitError, OptionError, type StoreError } from './errors.js'
 import { type HeaderStandard, rateLimitHeaders } from './headers.js'
 import { ipTenant } from './ip.js'
 import { createRateLimiter, type Logger, type RateLimiter } from './limiter.js'
+import type { LocalOptions } from './local-tier.js'
 import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
 import { POLICY_OPTION_NAMES, type Policy, type PolicyOptions } from './policy.js'
 import { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
@@ -42,6 +43,8 @@ export interface HttpRateLimitOptions<Req> extends Partial<Omit<PolicyOptions, '
   ipv6Subnet?: number
   /** Where one-time configuration warnings go. Default: console. */
   logger?: Logger
+  /** The local tier (deny cache, leases) of the limiter built from these options. */
+  local?: LocalOptions | false
 }
 
 /** What an adapter reads off its framework's request. */
@@ -92,6 +95,7 @@ const ADAPTER_OPTION_NAMES = [
   'message',
   'ipv6Subnet',
   'logger',
+  'local',
 ] as const
 
 /** Requests whose route matched no pattern share one bucket, so raw paths never become keys. */
@@ -243,6 +247,7 @@ function resolveLimiter<Req>(options: HttpRateLimitOptions<Req>): RateLimiter {
   const base = {
     ...(options.store !== undefined && { store: options.store }),
     ...(options.logger !== undefined && { logger: options.logger }),
+    ...(options.local !== undefined && { local: options.local }),
   }
   if (options.policies !== undefined) return createRateLimiter({ ...base, policies: options.policies })
   const policy = options.policy ?? inline

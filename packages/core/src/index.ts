@@ -37,6 +37,7 @@ export {
   type RateLimiter,
   type RateLimiterOptions,
 } from './limiter.js'
+export type { LocalOptions } from './local-tier.js'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store.js'
 export {
   definePolicy,
@@ -49,5 +50,14 @@ export {
 export { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
 export { type RedisStoreOptions, redisStore } from './redis-store.js'
 export { createScriptRunner, type LuaScript, type ScriptClient, type ScriptRunner } from './script-runner.js'
-export { slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
-export { isStore, STORE, type Store, type WindowRequest, type WindowResult } from './store.js'
+export { leaseScript, slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
+export {
+  isStore,
+  type Lease,
+  type LeaseRequest,
+  type LeaseResult,
+  STORE,
+  type Store,
+  type WindowRequest,
+  type WindowResult,
+} from './store.js'

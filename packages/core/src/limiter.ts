@@ -4,6 +4,7 @@ import { parseDuration } from './duration.js'
 import { createEmitter } from './emitter.js'
 import { OptionError, StoreError } from './errors.js'
 import { buildKey, type KeyInput } from './keys.js'
+import { createLocalTier, type LocalOptions, resolveLocal } from './local-tier.js'
 import { memoryStore } from './memory-store.js'
 import { checkInteger, checkOptionNames } from './options.js'
 import { definePolicy, POLICY_OPTION_NAMES, type Policy, type PolicyOptions, resolvePolicy } from './policy.js'
@@ -14,6 +15,8 @@ export interface RateLimiterOptions extends Partial<PolicyOptions> {
   store?: Store
   /** Where the one warning per store outage (and the recovery note) go. Default: console. */
   logger?: Logger
+  /** The local tier: a deny cache (on by default) and leases (off by default); false turns both off. */
+  local?: LocalOptions | false
   /**
    * Several policies decided together (instead of the policy options): a call is admitted only if
    * every policy admits it, and only then counted in all of them, in one store call.
@@ -38,8 +41,10 @@ export interface LimiterStats {
   readonly decisions: number
   readonly allowed: number
   readonly denied: number
-  /** Calls sent to the store. */
+  /** Calls sent to the store for decisions. */
   readonly storeCalls: number
+  /** Calls sent to the store to return a lease's unused units (off the request path). */
+  readonly releaseCalls: number
   readonly localHits: number
   /** Decisions made without the store: by the fallback window, or open. */
   readonly degraded: number
@@ -51,6 +56,11 @@ export interface LimiterStats {
   readonly shortCircuits: number
   /** Times the store's breaker opened since this limiter was created. */
   readonly breakerOpenings: number
+  /** Units reserved by leases, admitted from them, dropped unused at expiry, and returned to the store. */
+  readonly leasedUnits: number
+  readonly leaseUsedUnits: number
+  readonly expiredUnits: number
+  readonly returnedUnits: number
 }
 
 /** The limiter's events; `on` returns the unsubscribe function. */
@@ -84,7 +94,7 @@ export interface RateLimiter {
   on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): () => void
 }
 
-const LIMITER_OPTION_NAMES = ['store', 'policies', 'logger', ...POLICY_OPTION_NAMES] as const
+const LIMITER_OPTION_NAMES = ['store', 'policies', 'logger', 'local', ...POLICY_OPTION_NAMES] as const
 
 class DeadlineExceeded extends StoreError {}
 class ShortCircuit extends StoreError {}
@@ -128,7 +138,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     storeErrors: 0,
     timeouts: 0,
     shortCircuits: 0,
+    releaseCalls: 0,
+    leasedUnits: 0,
+    leaseUsedUnits: 0,
+    expiredUnits: 0,
+    returnedUnits: 0,
   }
+  const local = resolveLocal(options.local, first.limit, first.window)
+  // Leases reserve units of one window; a call decided over several policies only uses the deny cache.
+  const tier =
+    local && createLocalTier(policies.length === 1 ? local : { ...local, lease: false }, first, store, counters)
 
   const keysOf = (input: KeyInput): string[] =>
     policies.map((p) => {
@@ -175,7 +194,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (error instanceof ShortCircuit) counters.shortCircuits++
     else counters.storeErrors++
     if (error instanceof DeadlineExceeded) counters.timeouts++
-    const reason = error instanceof Error ? error.message : String(error)
+    const reason = (error instanceof Error ? error.message : String(error)).replace(/^fleetlimit: /, '')
     const retryAfterMs = breaker?.msUntilProbe() || 1_000
     const failure = new StoreError(`the store failed a decision for policy "${first.name}": ${reason}`, {
       cause: error,
@@ -214,14 +233,55 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return count(decision)
   }
 
+  // One lease call per key at a time: calls that arrive meanwhile wait for it and take its units.
+  const leasing = new Map<string, Promise<unknown>>()
+
   async function decide(keys: readonly string[], cost: number): Promise<Decision> {
-    let results: WindowResult[]
+    const id = keys.join(' ')
+    tier?.observe(id, cost)
+    for (;;) {
+      const hit = tier?.tryLocal(id, cost)
+      if (hit) return count(hit)
+      const pending = leasing.get(id)
+      if (!pending) break
+      await pending.catch(() => {})
+    }
+    const plan = store.lease ? tier?.leasePlan(id, cost) : undefined
+    const sentAt = tier?.now() ?? 0
+    let decision: Decision
     try {
-      results = await ask(() => store.consume(requestsOf(keys, cost)))
+      if (plan) {
+        const call = leaseFor(id, keys[0] as string, cost, plan, sentAt)
+        leasing.set(id, call)
+        decision = await call.finally(() => leasing.delete(id))
+      } else decision = await consume(keys, cost)
     } catch (error) {
       return degrade(keys, cost, error)
     }
-    return count(combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy))))
+    tier?.remember(id, cost, decision, sentAt)
+    return count(decision)
+  }
+
+  async function consume(keys: readonly string[], cost: number): Promise<Decision> {
+    const results = await ask(() => store.consume(requestsOf(keys, cost)))
+    return combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy)))
+  }
+
+  /** One store call reserves `size` units; this call takes `cost` of them, the local tier keeps the rest. */
+  async function leaseFor(
+    id: string,
+    key: string,
+    cost: number,
+    { size, ttlMs }: { size: number; ttlMs: number },
+    sentAt: number,
+  ): Promise<Decision> {
+    const { limit, window: windowMs } = first
+    const request = { key, limit, windowMs, want: size, min: cost, waitFor: size, ttlMs }
+    const result = await ask(() => (store.lease as NonNullable<Store['lease']>)(request))
+    const { granted } = result.lease
+    if (granted === 0) return toDecision(result, 'store', first)
+    tier?.addLease(id, key, result, ttlMs, sentAt, cost)
+    return toDecision({ ...result, remaining: result.remaining + granted - cost }, 'store', first)
   }
 
   function resolveCost(options: ConsumeOptions | undefined, accepted: readonly string[]): number {
@@ -261,6 +321,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
     async reset(key) {
       const keys = keysOf(key)
+      tier?.forget(keys.join(' '))
       await Promise.all(keys.flatMap((storeKey) => [store.reset(storeKey), fallback?.reset(storeKey)]))
     },
     stats: () => ({ ...counters, breakerOpenings: (breaker?.openings ?? 0) - openingsAtStart }),

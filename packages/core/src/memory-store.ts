@@ -1,7 +1,15 @@
 import { OptionError } from './errors.js'
 import { checkInteger, checkOptionNames } from './options.js'
 import { SlidingLog } from './sliding-log.js'
-import { STORE, type Store, type WindowRequest, type WindowResult } from './store.js'
+import {
+  type Lease,
+  type LeaseRequest,
+  type LeaseResult,
+  STORE,
+  type Store,
+  type WindowRequest,
+  type WindowResult,
+} from './store.js'
 
 export interface MemoryStoreOptions {
   /** The clock, in ms. Default: a monotonic clock. Inject one for tests. */
@@ -15,6 +23,8 @@ export interface MemoryStore extends Store {
   readonly size: number
   /** Drops every key whose window holds nothing; returns how many were dropped. */
   sweep(): number
+  lease(request: LeaseRequest): Promise<LeaseResult>
+  release(key: string, lease: Lease, units: number): Promise<void>
 }
 
 interface Entry {
@@ -50,7 +60,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return dropped
   }
 
-  function entryOf(request: WindowRequest): Entry {
+  function entryOf(request: { readonly key: string; readonly windowMs: number }): Entry {
     let entry = entries.get(request.key)
     if (!entry) {
       entry = { log: new SlidingLog(), windowMs: request.windowMs }
@@ -78,9 +88,38 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return results
   }
 
+  /** lua/lease.lua's model: units scored at the lease's expiry, so each use before it stays covered. */
+  function lease(request: LeaseRequest): LeaseResult {
+    const now = clock()
+    const { log } = entryOf(request)
+    const used = log.used(now, request.windowMs)
+    const available = request.limit - used
+    if (available >= request.min) {
+      const granted = Math.min(request.want, available)
+      const score = now + request.ttlMs
+      log.add(score, granted)
+      const { resetMs } = log.result(now, request.limit, request.windowMs, 0, used + granted, true)
+      return {
+        allowed: true,
+        remaining: available - granted,
+        retryAfterMs: 0,
+        resetMs,
+        now,
+        lease: { id: '', score, granted },
+      }
+    }
+    const denied = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
+    if (used === 0) entries.delete(request.key)
+    return { ...denied, allowed: false, lease: { id: '', score: 0, granted: 0 } }
+  }
+
   return {
     [STORE]: true,
     consume: async (requests) => decide(requests, true),
+    lease: async (request) => lease(request),
+    release: async (key, { score }, units) => {
+      entries.get(key)?.log.remove(score, units)
+    },
     peek: async (requests) => decide(requests, false),
     reset: async (key) => {
       entries.delete(key)

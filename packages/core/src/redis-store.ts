@@ -3,8 +3,15 @@ import { type CircuitBreakerOptions, createCircuitBreaker } from './circuit-brea
 import { OptionError, StoreError } from './errors.js'
 import { checkOptionNames } from './options.js'
 import { createScriptRunner, type ScriptClient } from './script-runner.js'
-import { slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
-import { STORE, type Store, type WindowRequest, type WindowResult } from './store.js'
+import { leaseScript, slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
+import {
+  type LeaseRequest,
+  type LeaseResult,
+  STORE,
+  type Store,
+  type WindowRequest,
+  type WindowResult,
+} from './store.js'
 
 export interface RedisStoreOptions {
   /** The first part of every key. Default 'fleetlimit'. */
@@ -53,9 +60,30 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     return parseMulti(await runner.run(slidingWindowMultiScript, keys, args), requests.length)
   }
 
+  async function lease(request: LeaseRequest): Promise<LeaseResult> {
+    const id = `${tag + (counter++).toString(36)}l`
+    const { key, limit, windowMs, want, min, waitFor, ttlMs } = request
+    const reply = numbers(
+      await runner.run(leaseScript, [`${prefix}:${key}`], [limit, windowMs, want, min, waitFor, ttlMs, id]),
+      6,
+      'lease.lua',
+    )
+    const [granted, , , , nowUs, scoreUs] = reply as [number, number, number, number, number, number]
+    return {
+      ...toResult([granted > 0 ? 1 : 0, ...reply.slice(1)], 0, nowUs),
+      lease: { id, score: scoreUs / 1000, granted },
+    }
+  }
+
   return {
     [STORE]: true,
     consume: (requests) => decide(requests, 'consume'),
+    lease,
+    release: async (key, { id, granted }, units) => {
+      // Any `units` members of the lease will do; the highest-numbered are the ones a holder never took.
+      const members = Array.from({ length: units }, (_, i) => `${id}:${granted - i}`)
+      if (members.length > 0) await client.zrem(`${prefix}:${key}`, ...members)
+    },
     peek: (requests) => decide(requests, 'peek'),
     reset: async (key) => {
       await client.del(`${prefix}:${key}`)
@@ -67,13 +95,14 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
 }
 
 function isScriptClient(client: unknown): client is ScriptClient {
-  const candidate = client as Partial<Record<'evalsha' | 'eval' | 'del' | 'status', unknown>> | null
+  const candidate = client as Partial<Record<'evalsha' | 'eval' | 'del' | 'zrem' | 'status', unknown>> | null
   return (
     typeof candidate === 'object' &&
     candidate !== null &&
     typeof candidate.evalsha === 'function' &&
     typeof candidate.eval === 'function' &&
     typeof candidate.del === 'function' &&
+    typeof candidate.zrem === 'function' &&
     typeof candidate.status === 'string'
   )
 }

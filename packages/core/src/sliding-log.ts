@@ -39,6 +39,22 @@ export class SlidingLog {
     for (const time of later) times.push(time)
   }
 
+  /** Removes up to `count` units recorded at exactly `time` (unused leased units, which are interchangeable). */
+  remove(time: number, count: number): number {
+    const { times } = this
+    let first = this.head
+    let last = times.length
+    while (first < last) {
+      const mid = (first + last) >>> 1
+      if ((times[mid] as number) < time) first = mid + 1
+      else last = mid
+    }
+    let end = first
+    while (end < times.length && times[end] === time && end - first < count) end++
+    times.splice(first, end - first)
+    return end - first
+  }
+
   /**
    * The answer for `cost` units at `now`, given `used` from the same instant; `recorded` says whether this
    * call's units were just added. A cost that does not fit gets the wait until the

@@ -23,6 +23,34 @@ export interface WindowResult {
   readonly now: number
 }
 
+/** A request to reserve units of one window for this process (see lua/lease.lua). */
+export interface LeaseRequest {
+  readonly key: string
+  readonly limit: number
+  readonly windowMs: number
+  /** The most units to reserve. */
+  readonly want: number
+  /** The fewest units worth a lease: the cost of the call that asks. */
+  readonly min: number
+  /** On denial, the wait reported is until this many units fit. */
+  readonly waitFor: number
+  /** The lease's life: its units may be used until then. */
+  readonly ttlMs: number
+}
+
+/** A reservation: which units, scored when, so that unused ones can be returned. */
+export interface Lease {
+  readonly id: string
+  /** Every reserved unit's score: the store time of the lease's expiry, in ms. */
+  readonly score: number
+  readonly granted: number
+}
+
+export interface LeaseResult extends WindowResult {
+  /** Units reserved (0 when denied). */
+  readonly lease: Lease
+}
+
 /**
  * Where windows live: `redisStore(client)` for a fleet, `memoryStore()` for one process. Each call takes
  * one or more windows (one per policy) and answers for each, at one instant.
@@ -35,6 +63,10 @@ export interface Store {
   peek(requests: readonly WindowRequest[]): Promise<WindowResult[]>
   /** Forgets every unit of a key. */
   reset(key: string): Promise<void>
+  /** Reserves units for this process; their admissions are then made locally (the local tier's leases). */
+  lease?(request: LeaseRequest): Promise<LeaseResult>
+  /** Returns `units` unused units of a lease. */
+  release?(key: string, lease: Lease, units: number): Promise<void>
   /** For a remote store: false while its connection is down, so that limiters do not send at all. */
   isConnected?(): boolean
   /** For a remote store: the circuit breaker that every limiter on this store shares. */

@@ -1,0 +1,96 @@
+// Local part: store calls per request with the deny cache and with leases, on one hot key shared by four
+// processes, and the most admissions in any window divided by the limit (never above 1.00).
+import type { LocalOptions } from '@fleetlimit/core'
+import { type FleetReport, runFleet } from '../examples/demo/fleet.js'
+import { maxInWindow } from '../examples/demo/recording-store.js'
+import { startRedisServer } from '../test/support/redis-server.js'
+import type { PartResult } from './run.js'
+
+interface Load {
+  readonly name: string
+  readonly limit: number
+  readonly windowMs: number
+  /** Calls per second per process, four processes. */
+  readonly perProcess: number
+  readonly local: LocalOptions | false
+}
+
+const loads: Load[] = [
+  { name: '10x the limit, no local tier', limit: 100, windowMs: 1_000, perProcess: 250, local: false },
+  { name: '10x the limit, deny cache', limit: 100, windowMs: 1_000, perProcess: 250, local: { denyCache: true } },
+  {
+    name: '10x the limit, deny cache + auto leases',
+    limit: 100,
+    windowMs: 1_000,
+    perProcess: 250,
+    local: { lease: 'auto' },
+  },
+  {
+    name: 'half of 10 000/s, deny cache + auto leases',
+    limit: 10_000,
+    windowMs: 1_000,
+    perProcess: 1_250,
+    local: { lease: 'auto' },
+  },
+]
+
+export async function local({ durationMs = 5_000 } = {}): Promise<PartResult> {
+  const server = await startRedisServer()
+  const results: { load: Load; report: FleetReport }[] = []
+  try {
+    for (const load of loads) {
+      const report = await runFleet({
+        redisUrl: server.url,
+        limit: load.limit,
+        windowMs: load.windowMs,
+        durationMs,
+        skewsMs: [0, 0, 0, 0],
+        local: load.local,
+        pace: load.perProcess,
+        // A loaded two-core machine runs five processes here: measure the local tier, not deadline misses.
+        timeoutMs: 2_000,
+      })
+      results.push({ load, report })
+    }
+  } finally {
+    await server.stop()
+  }
+  const rows = results.map(({ load, report }) => {
+    const admitted = report.admissions.length
+    // Returning unused leased units is a round trip too, if off the request path: it counts.
+    const storeCalls = report.stats.storeCalls + report.stats.releaseCalls
+    const windows = durationMs / load.windowMs
+    return {
+      load: load.name,
+      requests: report.calls,
+      errors: report.errors,
+      admitted,
+      storeCallsPerRequest: storeCalls / report.calls,
+      storeCallsPerAdmitted: storeCalls / admitted,
+      admittedOfLimit: admitted / (load.limit * windows),
+      admittedOfSent: admitted / report.calls,
+      maxInWindowOfLimit: report.maxInWindow / load.limit,
+      maxInWindowOfLimit5msShort: maxInWindow(report.admissions, load.windowMs - 5) / load.limit,
+      localHits: report.stats.localHits,
+      leasedUnits: report.stats.leasedUnits,
+      returnedUnits: report.stats.returnedUnits,
+    }
+  })
+  const f = (n: number, digits = 3) => n.toFixed(digits)
+  const markdown = [
+    `Four processes on one key of one Redis for ${durationMs / 1000} s, each sending at a steady rate.`,
+    '',
+    '| load | requests | admitted | store calls / request | store calls / admitted | admitted / limit | admitted / sent | most in any window / limit |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.load} | ${r.requests} | ${r.admitted} | ${f(r.storeCallsPerRequest)} | ${f(r.storeCallsPerAdmitted)} | ` +
+        `${f(r.admittedOfLimit)} | ${f(r.admittedOfSent)} | ${f(r.maxInWindowOfLimit, 2)} |`,
+    ),
+    '',
+    'Admission times: the Redis server clock for admissions the store made, and the wall clock of the process',
+    '(the same machine) for admissions made from a lease.',
+    '',
+  ].join('\n')
+  return { title: 'Local tier: store calls per request on a hot key', markdown, data: rows }
+}

@@ -1,0 +1,222 @@
+import type { Decision } from './decision.js'
+import { type Duration, parseDuration } from './duration.js'
+import { OptionError } from './errors.js'
+import { checkInteger, checkOptionNames } from './options.js'
+import type { Lease, LeaseResult, Store } from './store.js'
+
+export interface LocalOptions {
+  /** Deny locally, with no store call, a key the store denied, until its wait has passed. Default: on. */
+  denyCache?: boolean | { size?: number }
+  /**
+   * Reserve several units of a hot key per store call and admit from them locally: 'auto' sizes each lease
+   * from this process's recent rate (at most a tenth of the limit); a number fixes the size. Default: off.
+   */
+  lease?: 'auto' | number | false
+  /** How long a lease's units may be used. Default: a fiftieth of the window, from 5 ms to 1 s. */
+  leaseTtlMs?: Duration
+}
+
+export interface LocalCounters {
+  localHits: number
+  releaseCalls: number
+  leasedUnits: number
+  leaseUsedUnits: number
+  expiredUnits: number
+  returnedUnits: number
+}
+
+interface DenyEntry {
+  /** Local time until which the store's answer stands, the cost it was for, and the answer. */
+  readonly until: number
+  readonly cost: number
+  readonly decision: Decision
+  readonly at: number
+}
+
+interface LeaseEntry {
+  readonly storeKey: string
+  readonly lease: Lease
+  readonly expiresAt: number
+  /** The window's remaining units and reset just after the lease, and when that was. */
+  readonly remaining: number
+  readonly resetMs: number
+  readonly at: number
+  used: number
+  timer: ReturnType<typeof setTimeout> | undefined
+}
+
+export interface LocalTier {
+  /** Notes a call, for the rate that sizes leases. */
+  observe(id: string, cost: number): void
+  /** A decision made here, with no store call, or undefined when the store must decide. */
+  tryLocal(id: string, cost: number): Decision | undefined
+  /** The lease worth asking for now, or undefined to ask for this call alone. */
+  leasePlan(id: string, cost: number): { readonly size: number; readonly ttlMs: number } | undefined
+  /** Learns from a store decision asked at `sentAt` (local time). */
+  remember(id: string, cost: number, decision: Decision, sentAt: number): void
+  /** Takes a granted lease of `ttlMs`; `cost` of its units were admitted by the call that asked. */
+  addLease(id: string, storeKey: string, result: LeaseResult, ttlMs: number, sentAt: number, cost: number): void
+  forget(id: string): void
+  readonly now: () => number
+}
+
+const MAX_LEASE_SHARE = 0.1
+// Rates are averaged over about this long, so a lease follows the traffic of the last moments.
+const RATE_HORIZON_MS = 250
+
+/** Validates `local` options for a limiter with this policy; undefined when the tier is off. */
+export function resolveLocal(value: unknown, limit: number, windowMs: number) {
+  if (value === false) return undefined
+  const options = checkOptionNames(value ?? {}, 'local', ['denyCache', 'lease', 'leaseTtlMs']) as LocalOptions
+  let denyCacheSize = 10_000
+  if (options.denyCache === false) denyCacheSize = 0
+  else if (typeof options.denyCache === 'object' && options.denyCache !== null) {
+    checkOptionNames(options.denyCache, 'local.denyCache', ['size'])
+    denyCacheSize = checkInteger(options.denyCache.size ?? 10_000, 'local.denyCache.size', 1, 10_000_000)
+  } else if (options.denyCache !== undefined && options.denyCache !== true) {
+    throw new OptionError('local.denyCache', options.denyCache, 'true, false or { size }')
+  }
+  const lease = options.lease ?? false
+  if (lease !== false && lease !== 'auto') checkInteger(lease, 'local.lease', 2, limit)
+  const defaultTtl = Math.min(1_000, Math.max(5, Math.round(windowMs / 50)))
+  const leaseTtlMs = parseDuration(options.leaseTtlMs ?? defaultTtl, 'local.leaseTtlMs', { max: windowMs })
+  // A saturated key's leases may live a little longer, to be used whole: at most a twentieth of the window.
+  const maxLeaseTtlMs = Math.max(leaseTtlMs, Math.round(windowMs / 20))
+  return { denyCacheSize, lease, leaseTtlMs, maxLeaseTtlMs }
+}
+
+/**
+ * The local tier: a deny cache and leases, both exact. A cached denial is the store's own answer counting
+ * down (from the time the question was sent, so it never outlives the store's); a lease's units are
+ * recorded in the shared window at the lease's expiry, so every use before expiry is covered there.
+ */
+export function createLocalTier(
+  config: NonNullable<ReturnType<typeof resolveLocal>>,
+  policy: { readonly limit: number; readonly name: string },
+  store: Store,
+  counters: LocalCounters,
+): LocalTier {
+  const { limit } = policy
+  const now = () => performance.now()
+  const denials = new Map<string, DenyEntry>()
+  const leases = new Map<string, LeaseEntry>()
+  // Per key: the recent rate of units asked for, and when the store last denied it (a saturated key).
+  const rates = new Map<string, { units: number; at: number; deniedAt: number }>()
+  const bound = Math.max(config.denyCacheSize, 1_000)
+
+  function touch<V>(map: Map<string, V>, id: string, value: V, max: number) {
+    map.delete(id)
+    map.set(id, value)
+    // Oldest first: a Map keeps insertion order, so this is a least-recently-used bound.
+    if (map.size > max) map.delete(map.keys().next().value as string)
+  }
+
+  function expire(id: string, entry: LeaseEntry) {
+    if (entry.timer) clearTimeout(entry.timer)
+    if (leases.get(id) === entry) leases.delete(id)
+    const unused = entry.lease.granted - entry.used
+    if (unused <= 0) return
+    counters.expiredUnits += unused
+    if (!store.release) return
+    counters.releaseCalls++
+    // Returning is a courtesy to other processes: an unreturned unit leaves the window by itself.
+    store.release(entry.storeKey, entry.lease, unused).then(
+      () => {
+        counters.returnedUnits += unused
+      },
+      () => {},
+    )
+  }
+
+  const age = (decision: Decision, elapsed: number): Decision => ({
+    ...decision,
+    retryAfterMs: Math.max(0, Math.ceil(decision.retryAfterMs - elapsed)),
+    resetMs: Math.max(0, Math.ceil(decision.resetMs - elapsed)),
+    ...(decision.policies && { policies: decision.policies.map((d) => age(d, elapsed)) }),
+  })
+
+  return {
+    now,
+    observe(id, cost) {
+      if (config.lease !== 'auto') return
+      const at = now()
+      const previous = rates.get(id)
+      const units = previous ? previous.units * Math.exp(-(at - previous.at) / RATE_HORIZON_MS) + cost : cost
+      touch(rates, id, { units, at, deniedAt: previous?.deniedAt ?? Number.NEGATIVE_INFINITY }, bound)
+    },
+    tryLocal(id, cost) {
+      const at = now()
+      const lease = leases.get(id)
+      if (lease && at < lease.expiresAt && lease.lease.granted - lease.used >= cost) {
+        lease.used += cost
+        counters.leaseUsedUnits += cost
+        counters.localHits++
+        const remaining = lease.remaining + lease.lease.granted - lease.used
+        const resetMs = Math.max(0, Math.ceil(lease.resetMs - (at - lease.at)))
+        return { allowed: true, limit, remaining, retryAfterMs: 0, resetMs, source: 'local', policy: policy.name }
+      }
+      const denial = denials.get(id)
+      if (denial) {
+        if (at < denial.until && cost >= denial.cost) {
+          counters.localHits++
+          return { ...age(denial.decision, at - denial.at), source: 'local' }
+        }
+        if (at >= denial.until) denials.delete(id)
+      }
+      return undefined
+    },
+    leasePlan(id, cost) {
+      if (config.lease === false) return undefined
+      if (config.lease !== 'auto')
+        return config.lease > cost ? { size: config.lease, ttlMs: config.leaseTtlMs } : undefined
+      const entry = rates.get(id)
+      if (!entry) return undefined
+      const perMs = entry.units / RATE_HORIZON_MS
+      const cap = Math.max(1, Math.floor(limit * MAX_LEASE_SHARE))
+      // A key the store denied lately is saturated: take a whole share at once, for as long as this
+      // process needs to use it (within bounds: a lease's life delays its units' return to the window).
+      const saturated = now() - entry.deniedAt < RATE_HORIZON_MS
+      const size = saturated ? cap : Math.min(Math.ceil(perMs * config.leaseTtlMs), cap)
+      const ttlMs = saturated
+        ? Math.min(config.maxLeaseTtlMs, Math.max(config.leaseTtlMs, Math.ceil(size / perMs)))
+        : config.leaseTtlMs
+      return size > cost ? { size, ttlMs } : undefined
+    },
+    remember(id, cost, decision, sentAt) {
+      if (decision.allowed || decision.retryAfterMs <= 0) return
+      const rate = rates.get(id)
+      if (rate) rate.deniedAt = sentAt
+      if (config.denyCacheSize === 0) return
+      touch(denials, id, { until: sentAt + decision.retryAfterMs, cost, decision, at: sentAt }, config.denyCacheSize)
+    },
+    addLease(id, storeKey, result, ttlMs, sentAt, cost) {
+      const previous = leases.get(id)
+      if (previous) expire(id, previous)
+      const { lease } = result
+      counters.leasedUnits += lease.granted
+      counters.leaseUsedUnits += cost
+      const entry: LeaseEntry = {
+        storeKey,
+        lease,
+        // Measured from when the lease was asked for: the store granted it no earlier, so no unit is
+        // used after the score it was recorded with.
+        expiresAt: sentAt + ttlMs,
+        remaining: result.remaining,
+        resetMs: result.resetMs,
+        at: sentAt,
+        used: cost,
+        timer: undefined,
+      }
+      if (lease.granted > cost) {
+        entry.timer = setTimeout(() => expire(id, entry), Math.max(0, entry.expiresAt - now()))
+        entry.timer.unref?.()
+      }
+      touch(leases, id, entry, bound)
+    },
+    forget(id) {
+      denials.delete(id)
+      const lease = leases.get(id)
+      if (lease) expire(id, lease)
+    },
+  }
+}

@@ -1,0 +1,187 @@
+import { createRateLimiter, type Lease, memoryStore, redisStore } from '@fleetlimit/core'
+import { expect } from 'chai'
+import fc from 'fast-check'
+import type { Redis } from 'ioredis'
+import sinon from 'sinon'
+import { runFleet } from '../../examples/demo/fleet.js'
+import { redisClient, uniquePrefix } from '../support/redis.js'
+import { redisUrl } from '../support/root-hooks.js'
+
+describe('local tier', () => {
+  describe('deny cache (fake timers)', () => {
+    let clock: sinon.SinonFakeTimers
+    beforeEach(() => {
+      clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
+    })
+    afterEach(() => clock.restore())
+
+    it('answers a denied key locally with the store’s numbers counting down, and stops exactly when the store admits', async () => {
+      const limiter = createRateLimiter({ store: memoryStore({ clock: () => Date.now() }), limit: 2, window: 1_000 })
+      await limiter.consume('k')
+      await clock.tickAsync(200)
+      await limiter.consume('k')
+      const denied = await limiter.consume('k')
+      expect(denied).to.include({ allowed: false, source: 'store', retryAfterMs: 800, remaining: 0 })
+      const calls = limiter.stats().storeCalls
+
+      await clock.tickAsync(300)
+      const cached = await limiter.consume('k')
+      expect(cached).to.include({ allowed: false, source: 'local', retryAfterMs: 500, remaining: 0, resetMs: 700 })
+      await clock.tickAsync(499)
+      expect(await limiter.consume('k')).to.include({ allowed: false, source: 'local', retryAfterMs: 1 })
+      expect(limiter.stats()).to.include({ storeCalls: calls, localHits: 2 })
+
+      await clock.tickAsync(1)
+      expect(await limiter.consume('k')).to.include({ allowed: true, source: 'store' })
+      expect(limiter.stats().storeCalls).to.equal(calls + 1)
+    })
+
+    it('asks the store for a smaller cost than the one denied, and forgets the key on reset', async () => {
+      const limiter = createRateLimiter({ store: memoryStore({ clock: () => Date.now() }), limit: 3, window: 1_000 })
+      await limiter.consume('k', { cost: 2 })
+      expect((await limiter.consume('k', { cost: 2 })).source).to.equal('store')
+      expect(await limiter.consume('k', { cost: 1 })).to.include({ allowed: true, source: 'store' })
+      expect((await limiter.consume('k', { cost: 2 })).source, 'a cost at least the denied one').to.equal('local')
+      await limiter.reset('k')
+      expect(await limiter.consume('k', { cost: 2 })).to.include({ allowed: true, source: 'store' })
+    })
+
+    it('is off with local: false, and bounded by its size', async () => {
+      const off = createRateLimiter({ store: memoryStore(), limit: 1, window: '1m', local: false })
+      await off.consume('k')
+      await off.consume('k')
+      expect((await off.consume('k')).source).to.equal('store')
+      const small = createRateLimiter({
+        store: memoryStore(),
+        limit: 1,
+        window: '1m',
+        local: { denyCache: { size: 2 } },
+      })
+      for (const key of ['a', 'b', 'c']) {
+        await small.consume(key)
+        await small.consume(key)
+      }
+      expect((await small.consume('a')).source, 'evicted: the least recently used').to.equal('store')
+      expect((await small.consume('c')).source).to.equal('local')
+    })
+  })
+
+  describe('leases on Redis', () => {
+    let redis: Redis
+    before(() => {
+      redis = redisClient()
+    })
+    after(() => redis.quit())
+
+    it('admits from a lease locally, and returns unused units: ZCARD shrinks by the units returned', async () => {
+      const prefix = uniquePrefix()
+      const limiter = createRateLimiter({
+        store: redisStore(redis, { prefix }),
+        name: 'api',
+        limit: 100,
+        window: '10s',
+        local: { lease: 10, leaseTtlMs: 50 },
+      })
+      const key = `${prefix}:api:{t}`
+      const sources = []
+      for (let i = 0; i < 3; i++) sources.push((await limiter.consume('t')).source)
+      expect(sources).to.deep.equal(['store', 'local', 'local'])
+      expect(await redis.zcard(key), 'the whole lease is in the window').to.equal(10)
+      const [, score] = await redis.zrange(key, 0, 0, 'WITHSCORES')
+      const [, nowMs] = await redis.time()
+      expect(Number(score) / 1000, 'scored at the lease’s expiry').to.be.above(Number(nowMs) / 1000)
+
+      // The lease expires 50 ms after it was asked for; wait on the counter that says it was returned.
+      for (let i = 0; i < 200 && limiter.stats().returnedUnits < 7; i++) await new Promise((r) => setTimeout(r, 10))
+      expect(limiter.stats()).to.include({ leasedUnits: 10, leaseUsedUnits: 3, expiredUnits: 7, returnedUnits: 7 })
+      expect(await redis.zcard(key)).to.equal(3)
+    })
+
+    it('a fleet of four processes with the deny cache, then with auto leases, never exceeds the limit', async function () {
+      this.timeout(60_000)
+      for (const local of [{ denyCache: true }, { lease: 'auto' as const }]) {
+        const report = await runFleet({
+          redisUrl: redisUrl(),
+          limit: 100,
+          windowMs: 1_000,
+          durationMs: 2_000,
+          skewsMs: [0, 0, 0, 0],
+          local,
+          pace: 'hammer',
+        })
+        const label = JSON.stringify(local)
+        // Local admissions are noted on this machine's clock a little after the fact: allow 5 ms of it.
+        expect(report.maxInWindow5msShort, label).to.be.at.most(100)
+        expect(report.inWholeWindows, label).to.be.at.least(0.9 * report.idealInWholeWindows)
+        expect(report.stats.localHits, label).to.be.above(0)
+      }
+    })
+  })
+
+  describe('the memory store’s model of leases (fast-check, injected clock)', () => {
+    type Op =
+      | { kind: 'advance'; ms: number }
+      | { kind: 'consume'; cost: number }
+      | { kind: 'lease'; want: number; ttl: number }
+      | { kind: 'use'; units: number }
+      | { kind: 'return' }
+
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 400 }) }),
+      fc.record({ kind: fc.constant('consume' as const), cost: fc.integer({ min: 1, max: 3 }) }),
+      fc.record({
+        kind: fc.constant('lease' as const),
+        want: fc.integer({ min: 1, max: 6 }),
+        ttl: fc.integer({ min: 1, max: 300 }),
+      }),
+      fc.record({ kind: fc.constant('use' as const), units: fc.integer({ min: 1, max: 4 }) }),
+      fc.record({ kind: fc.constant('return' as const) }),
+    )
+
+    it('random schedules of lease, use, expiry and return never put more than the limit in a window', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 8 }),
+          fc.integer({ min: 50, max: 500 }),
+          fc.array(op, { maxLength: 80 }),
+          async (limit, windowMs, ops) => {
+            let now = 0
+            const store = memoryStore({ clock: () => now })
+            const admissions: number[] = []
+            const held: { lease: Lease; expiresAt: number; used: number }[] = []
+            const returnExpired = async (all: boolean) => {
+              for (const h of held.splice(0)) {
+                if (all || now >= h.expiresAt) await store.release('k', h.lease, h.lease.granted - h.used)
+                else held.push(h)
+              }
+            }
+            for (const step of ops) {
+              if (step.kind === 'advance') now += step.ms
+              await returnExpired(false)
+              if (step.kind === 'consume') {
+                const [r] = await store.consume([{ key: 'k', limit, windowMs, cost: Math.min(step.cost, limit) }])
+                if (r?.allowed) for (let i = 0; i < Math.min(step.cost, limit); i++) admissions.push(now)
+              } else if (step.kind === 'lease') {
+                const want = Math.min(step.want, limit)
+                const r = await store.lease({ key: 'k', limit, windowMs, want, min: 1, waitFor: 1, ttlMs: step.ttl })
+                if (r.lease.granted > 0) held.push({ lease: r.lease, expiresAt: now + step.ttl, used: 0 })
+              } else if (step.kind === 'use') {
+                const h = held.find((l) => now < l.expiresAt && l.lease.granted - l.used >= step.units)
+                if (h) {
+                  h.used += step.units
+                  for (let i = 0; i < step.units; i++) admissions.push(now)
+                }
+              } else if (step.kind === 'return') await returnExpired(true)
+            }
+            const sorted = admissions.sort((a, b) => a - b)
+            for (const t of sorted) {
+              const inWindow = sorted.filter((a) => a > t - windowMs && a <= t).length
+              expect(inWindow).to.be.at.most(limit)
+            }
+          },
+        ),
+        { numRuns: 300 },
+      )
+    })
+  })
+})
