@@ -140,6 +140,7 @@ describe('definePolicy', () => {
       window: 1500,
       cost: 1,
       scope: 'route',
+      algorithm: 'sliding-log',
       onStoreError: 'fail-closed',
       timeoutMs: 100,
     })

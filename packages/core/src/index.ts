@@ -40,6 +40,7 @@ export {
 export type { LocalOptions } from './local-tier.js'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store.js'
 export {
+  type Algorithm,
   definePolicy,
   type FallbackOptions,
   type Policy,
@@ -50,7 +51,12 @@ export {
 export { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
 export { type RedisStoreOptions, redisStore } from './redis-store.js'
 export { createScriptRunner, type LuaScript, type ScriptClient, type ScriptRunner } from './script-runner.js'
-export { leaseScript, slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
+export {
+  bucketedWindowScript,
+  leaseScript,
+  slidingWindowMultiScript,
+  slidingWindowScript,
+} from './scripts.generated.js'
 export {
   isStore,
   type Lease,

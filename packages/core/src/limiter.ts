@@ -145,9 +145,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     returnedUnits: 0,
   }
   const local = resolveLocal(options.local, first.limit, first.window)
-  // Leases reserve units of one window; a call decided over several policies only uses the deny cache.
-  const tier =
-    local && createLocalTier(policies.length === 1 ? local : { ...local, lease: false }, first, store, counters)
+  // Leases reserve units of one sliding log; other calls only use the deny cache.
+  const leasable = policies.length === 1 && first.algorithm === 'sliding-log'
+  const tier = local && createLocalTier(leasable ? local : { ...local, lease: false }, first, store, counters)
 
   const keysOf = (input: KeyInput): string[] =>
     policies.map((p) => {
@@ -156,7 +156,13 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     })
 
   const requestsOf = (keys: readonly string[], cost: number): WindowRequest[] =>
-    policies.map((p, i) => ({ key: keys[i] as string, limit: p.limit, windowMs: p.window, cost }))
+    policies.map((p, i) => ({
+      key: keys[i] as string,
+      limit: p.limit,
+      windowMs: p.window,
+      cost,
+      ...(p.buckets !== undefined && { buckets: p.buckets }),
+    }))
 
   function count(decision: Decision): Decision {
     counters.decisions++
@@ -366,6 +372,14 @@ function resolvePolicies(options: RateLimiterOptions): Policy[] {
     throw new OptionError('policies', options.policies, 'an array of 1 to 8 policies (definePolicy objects)')
   }
   const policies = options.policies.map((p) => definePolicy(p))
+  const bucketed = policies.find((p) => p.algorithm === 'bucketed')
+  if (bucketed) {
+    throw new OptionError(
+      'policies',
+      bucketed.name,
+      "sliding-log policies: several policies in one call use the log's script",
+    )
+  }
   const names = new Set(policies.map((p) => p.name))
   if (names.size !== policies.length) {
     throw new OptionError('policies', policies.map((p) => p.name).join(', '), 'policies with distinct names')

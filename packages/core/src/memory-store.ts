@@ -1,3 +1,4 @@
+import { BucketCounter } from './bucket-counter.js'
 import { OptionError } from './errors.js'
 import { checkInteger, checkOptionNames } from './options.js'
 import { SlidingLog } from './sliding-log.js'
@@ -29,7 +30,10 @@ export interface MemoryStore extends Store {
 
 interface Entry {
   readonly log: SlidingLog
+  /** Set instead of `log` use for the bucketed algorithm. */
+  readonly counter: BucketCounter | undefined
   windowMs: number
+  buckets: number
 }
 
 const monotonicNow = () => performance.timeOrigin + performance.now()
@@ -52,7 +56,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     lastSweep = now
     let dropped = 0
     for (const [key, entry] of entries) {
-      if (entry.log.used(now, entry.windowMs) === 0) {
+      const empty = entry.counter
+        ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
+        : entry.log.used(now, entry.windowMs) === 0
+      if (empty) {
         entries.delete(key)
         dropped++
       }
@@ -60,10 +67,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return dropped
   }
 
-  function entryOf(request: { readonly key: string; readonly windowMs: number }): Entry {
+  function entryOf(request: { readonly key: string; readonly windowMs: number; readonly buckets?: number }): Entry {
     let entry = entries.get(request.key)
     if (!entry) {
-      entry = { log: new SlidingLog(), windowMs: request.windowMs }
+      const counter = request.buckets === undefined ? undefined : new BucketCounter()
+      entry = { log: new SlidingLog(), counter, windowMs: request.windowMs, buckets: request.buckets ?? 0 }
       entries.set(request.key, entry)
     }
     entry.windowMs = request.windowMs
@@ -74,6 +82,15 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   function decide(requests: readonly WindowRequest[], record: boolean): WindowResult[] {
     const now = clock()
     if (now - lastSweep >= sweepIntervalMs) sweep()
+    const [only] = requests
+    if (requests.length === 1 && only?.buckets !== undefined) {
+      const { counter } = entryOf(only)
+      const result = (counter as BucketCounter).decide(now, only.limit, only.windowMs, only.buckets, only.cost, record)
+      if (!result.allowed || !record) {
+        if ((counter as BucketCounter).isEmpty(now, only.windowMs, only.buckets)) entries.delete(only.key)
+      }
+      return [result]
+    }
     const windows = requests.map((request) => {
       const { log } = entryOf(request)
       return { request, log, used: log.used(now, request.windowMs) }

@@ -4,6 +4,9 @@ import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
 
 export type StoreErrorMode = 'fail-closed' | 'fail-open'
 
+/** How a window is kept: a log of every admitted unit (exact), or sub-window counters (bounded memory). */
+export type Algorithm = 'sliding-log' | 'bucketed'
+
 /** What one window counts: each tenant's calls per route ('route'), or all of a tenant's calls ('tenant'). */
 export type PolicyScope = 'route' | 'tenant'
 
@@ -23,6 +26,10 @@ export interface PolicyOptions {
   cost?: number
   /** Count per tenant and route ('route', the default), or per tenant across routes ('tenant'). */
   scope?: PolicyScope
+  /** 'sliding-log' (the default: exact, memory grows with the limit) or 'bucketed' (memory bounded by `buckets`). */
+  algorithm?: Algorithm
+  /** For 'bucketed': sub-window counters per window. Default 60. */
+  buckets?: number
   /** What a decision does when the store fails or misses `timeoutMs`. Default 'fail-closed'. */
   onStoreError?: StoreErrorMode
   /** While failing open, admit under this strict per-process limit (`source: 'fallback'`). */
@@ -39,6 +46,9 @@ export interface Policy {
   readonly window: number
   readonly cost: number
   readonly scope: PolicyScope
+  readonly algorithm: Algorithm
+  /** For 'bucketed' only. */
+  readonly buckets?: number
   readonly onStoreError: StoreErrorMode
   readonly fallback?: Readonly<FallbackOptions>
   readonly timeoutMs: number
@@ -50,6 +60,8 @@ export const POLICY_OPTION_NAMES = [
   'window',
   'cost',
   'scope',
+  'algorithm',
+  'buckets',
   'onStoreError',
   'fallback',
   'timeoutMs',
@@ -78,6 +90,11 @@ export function resolvePolicy(options: PolicyOptions): Policy {
   }
 
   const scope = checkOneOf(options.scope ?? 'route', 'scope', ['route', 'tenant'])
+  const algorithm = checkOneOf(options.algorithm ?? 'sliding-log', 'algorithm', ['sliding-log', 'bucketed'])
+  let buckets: number | undefined
+  if (algorithm === 'bucketed') buckets = checkInteger(options.buckets ?? 60, 'buckets', 1, 3_600)
+  else if (options.buckets !== undefined)
+    throw new OptionError('buckets', options.buckets, "no buckets unless algorithm is 'bucketed'")
   const onStoreError = checkOneOf(options.onStoreError ?? 'fail-closed', 'onStoreError', ['fail-closed', 'fail-open'])
   const timeoutMs = parseDuration(options.timeoutMs ?? 100, 'timeoutMs', { max: 60_000 })
 
@@ -90,6 +107,17 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     }
   }
 
-  const policy: Policy = { name, limit, window, cost, scope, onStoreError, timeoutMs, ...(fallback && { fallback }) }
+  const policy: Policy = {
+    name,
+    limit,
+    window,
+    cost,
+    scope,
+    algorithm,
+    ...(buckets !== undefined && { buckets }),
+    onStoreError,
+    timeoutMs,
+    ...(fallback && { fallback }),
+  }
   return Object.freeze(policy)
 }

@@ -3,7 +3,12 @@ import { type CircuitBreakerOptions, createCircuitBreaker } from './circuit-brea
 import { OptionError, StoreError } from './errors.js'
 import { checkOptionNames } from './options.js'
 import { createScriptRunner, type ScriptClient } from './script-runner.js'
-import { leaseScript, slidingWindowMultiScript, slidingWindowScript } from './scripts.generated.js'
+import {
+  bucketedWindowScript,
+  leaseScript,
+  slidingWindowMultiScript,
+  slidingWindowScript,
+} from './scripts.generated.js'
 import {
   type LeaseRequest,
   type LeaseResult,
@@ -50,6 +55,10 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     const member = mode === 'consume' ? tag + (counter++).toString(36) : ''
     const keys = requests.map((request) => `${prefix}:${request.key}`)
     const [first] = requests
+    if (requests.length === 1 && first?.buckets !== undefined) {
+      const args = [first.limit, first.windowMs, first.buckets, first.cost, mode]
+      return [parseSingle(await runner.run(bucketedWindowScript, keys, args))]
+    }
     if (requests.length === 1 && first) {
       const args = [first.limit, first.windowMs, first.cost, member, mode]
       return [parseSingle(await runner.run(slidingWindowScript, keys, args))]

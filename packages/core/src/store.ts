@@ -10,6 +10,8 @@ export interface WindowRequest {
   readonly limit: number
   readonly windowMs: number
   readonly cost: number
+  /** Set for the bucketed algorithm: the window is kept as this many sub-window counters. */
+  readonly buckets?: number
 }
 
 /** A store's answer for one window, in the scripts' terms. */

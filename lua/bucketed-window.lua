@@ -1,0 +1,86 @@
+-- bucketed-window.lua: one atomic decision on a window kept as sub-window counters, for limits too large
+-- for a sliding-window log: memory is bounded by the bucket count, whatever the limit.
+--
+-- KEYS[1]  a hash: field = bucket index (server time in microseconds / bucket width), value = units
+-- ARGV[1]  limit    positive integer: the most units admitted in any window
+-- ARGV[2]  window   window length in milliseconds
+-- ARGV[3]  buckets  how many buckets one window spans (each one window / buckets wide)
+-- ARGV[4]  cost     units asked for, 1 <= cost <= limit
+-- ARGV[5]  mode     'consume' records an admission; 'peek' decides and records nothing
+--
+-- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }, as sliding-window.lua.
+--
+-- Every bucket that overlaps the window (now - window, now] counts in full, the oldest one included,
+-- so no window of time ever holds more than the limit; the price is some under-admission at bucket
+-- edges. The wait on denial is exact for this model: the time until enough of the oldest buckets stop
+-- overlapping the window. The server's clock decides; a denial records nothing.
+
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
+
+local key = KEYS[1]
+local limit = tonumber(ARGV[1])
+local window_ms = tonumber(ARGV[2])
+local buckets = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local mode = ARGV[5]
+
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local window = window_ms * 1000
+local width = math.max(1, math.floor(window / buckets))
+local current = math.floor(now / width)
+local oldest = math.floor((now - window) / width)
+
+-- Live buckets, oldest first; drop the ones that no longer overlap the window.
+local live, stale, used = {}, {}, 0
+local flat = redis.call('HGETALL', key)
+for i = 1, #flat, 2 do
+  local index = tonumber(flat[i])
+  if index < oldest then
+    stale[#stale + 1] = flat[i]
+  else
+    live[#live + 1] = { index, tonumber(flat[i + 1]) }
+    used = used + tonumber(flat[i + 1])
+  end
+end
+if #stale > 0 then
+  redis.call('HDEL', key, unpack(stale))
+end
+table.sort(live, function(a, b)
+  return a[1] < b[1]
+end)
+
+-- Bucket `index` stops overlapping the window one window after its end.
+local function ms_until_out(index)
+  return math.ceil(((index + 1) * width + window - now) / 1000)
+end
+
+if used + cost <= limit then
+  if mode == 'peek' then
+    local reset = 0
+    if #live > 0 then
+      reset = ms_until_out(live[#live][1])
+    end
+    return { 1, limit - used, 0, reset, now }
+  end
+  redis.call('HINCRBY', key, current, cost)
+  local reset = ms_until_out(current)
+  redis.call('PEXPIRE', key, reset)
+  return { 1, limit - used - cost, 0, reset, now }
+end
+
+local freed, retry = 0, 0
+for _, bucket in ipairs(live) do
+  freed = freed + bucket[2]
+  if used - freed + cost <= limit then
+    retry = ms_until_out(bucket[1])
+    break
+  end
+end
+local remaining = limit - used
+if remaining < 0 then
+  remaining = 0
+end
+return { 0, remaining, retry, ms_until_out(live[#live][1]), now }
