@@ -1,7 +1,8 @@
 // One process of the fleet: hammers one key with consume() for a while and reports the server
 // time of every admission. Started by fleet.ts with fork(); talks to it over IPC.
+import { once } from 'node:events'
 import { createRateLimiter, redisStore } from '@fleetlimit/core'
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 import type { FleetWorkerConfig } from './fleet.js'
 import { recordingStore } from './recording-store.js'
 
@@ -14,7 +15,7 @@ process.once('message', async (config: FleetWorkerConfig) => {
   const realNow = Date.now
   Date.now = () => realNow() + config.skewMs
 
-  const redis = new Redis(config.redisUrl)
+  const redis = config.cluster ? new Cluster([...config.cluster]) : new Redis(config.redisUrl)
   const recording = recordingStore(redisStore(redis, { prefix: config.prefix }))
   const limiter = createRateLimiter({
     store: recording.store,
@@ -26,6 +27,7 @@ process.once('message', async (config: FleetWorkerConfig) => {
   // Units a lease admits here are decided in this process: noted on the wall clock, which on one machine is
   // the clock Redis's TIME reads (Date.now may be skewed on purpose, so it is not used).
   const wallNow = () => performance.timeOrigin + performance.now()
+  if (redis.status !== 'ready') await once(redis, 'ready')
   await limiter.peek(config.key)
   await send({ type: 'ready' })
   await new Promise((resolve) => process.once('message', resolve))
@@ -70,6 +72,6 @@ process.once('message', async (config: FleetWorkerConfig) => {
     await Promise.all(Array.from({ length: config.concurrency }, loop))
   }
   await send({ type: 'done', admissions: recording.admissions, calls, errors, stats: limiter.stats() })
-  await redis.quit()
+  redis.disconnect()
   process.disconnect()
 })

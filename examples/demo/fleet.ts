@@ -7,6 +7,8 @@ import { maxInWindow } from './recording-store.js'
 
 export interface FleetWorkerConfig {
   readonly redisUrl: string
+  /** Redis Cluster startup nodes: when set, the workers use a Cluster client instead of `redisUrl`. */
+  readonly cluster: readonly { host: string; port: number }[] | undefined
   readonly prefix: string
   readonly key: string
   readonly limit: number
@@ -25,6 +27,7 @@ export interface FleetWorkerConfig {
 
 export interface FleetOptions {
   readonly redisUrl: string
+  readonly cluster?: readonly { host: string; port: number }[]
   readonly limit: number
   readonly windowMs: number
   readonly durationMs: number
@@ -59,6 +62,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
   const tag = randomBytes(4).toString('hex')
   const base = {
     redisUrl: options.redisUrl,
+    cluster: options.cluster,
     prefix: `fleetdemo-${tag}`,
     key: 'shared-upstream',
     limit: options.limit,
@@ -76,8 +80,17 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     return child
   })
   try {
-    // Start together, once every worker is connected.
-    await Promise.all(workers.map((child) => once(child, 'message')))
+    // Start together, once every worker is connected; a worker that dies first fails the run.
+    await Promise.all(
+      workers.map(
+        (child) =>
+          new Promise((resolve, reject) => {
+            child.once('message', resolve)
+            child.once('exit', (code) => reject(new Error(`fleet worker exited with ${code} before it was ready`)))
+          }),
+      ),
+    )
+    for (const child of workers) child.removeAllListeners('exit')
     const results = workers.map(
       (child) =>
         new Promise<{ admissions: number[]; calls: number; errors: number; stats: LimiterStats }>((resolve, reject) => {

@@ -1,0 +1,145 @@
+import { once } from 'node:events'
+import { createRateLimiter, type Decision, redisStore } from '@fleetlimit/core'
+import { expect } from 'chai'
+import { Cluster } from 'ioredis'
+import { runFleet } from '../../examples/demo/fleet.js'
+import { maxInWindow } from '../../examples/demo/recording-store.js'
+import { describeStoreConformance } from '../support/conformance.js'
+import { uniquePrefix } from '../support/redis.js'
+import { keySlot, type RedisCluster, startRedisCluster } from '../support/redis-cluster.js'
+
+describe('Redis Cluster: three masters, one replica each, started by the test', function () {
+  this.timeout(120_000)
+  let cluster: RedisCluster
+  let client: Cluster
+
+  before(async function () {
+    this.timeout(60_000)
+    cluster = await startRedisCluster()
+    client = new Cluster(cluster.startupNodes)
+    client.on('error', () => {})
+    // The failover test kills a node: its connection's errors are expected, not news.
+    client.on('node error', () => {})
+    await once(client, 'ready')
+  })
+  after(async () => {
+    client.disconnect()
+    await cluster?.stop()
+  })
+
+  describe('conformance', () => {
+    describeStoreConformance('redisStore on a Cluster', () => redisStore(client, { prefix: uniquePrefix() }))
+  })
+
+  it('spreads tenants over every master and keeps each tenant’s keys in one slot', async () => {
+    const prefix = uniquePrefix()
+    const limiter = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      policies: [
+        { name: 'global', limit: 10, window: '1m', scope: 'tenant' },
+        { name: 'route', limit: 5, window: '1m' },
+      ],
+      local: { lease: 'auto' },
+    })
+    const masters = new Set<number>()
+    for (let i = 0; i < 30; i++) {
+      const tenant = `tenant-${i}`
+      expect((await limiter.consume({ tenant, route: 'GET /x' })).allowed).to.equal(true)
+      const global = Number(await cluster.cli('cluster', 'keyslot', `${prefix}:global:{${tenant}}`))
+      const route = Number(await cluster.cli('cluster', 'keyslot', `${prefix}:route:{${tenant}}:GET%20/x`))
+      expect(route).to.equal(global)
+      masters.add((await cluster.masterOf(global)).port)
+    }
+    expect(masters.size).to.equal(3)
+  })
+
+  it('runs leases and the bucketed algorithm on the cluster', async () => {
+    const prefix = uniquePrefix()
+    const leased = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      limit: 20,
+      window: '1m',
+      local: { lease: 5 },
+    })
+    const sources = []
+    for (let i = 0; i < 6; i++) sources.push((await leased.consume('t')).source)
+    expect(sources).to.deep.equal(['store', 'local', 'local', 'local', 'local', 'store'])
+    const bucketed = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      limit: 2,
+      window: '1m',
+      algorithm: 'bucketed',
+    })
+    const decisions = [await bucketed.consume('t'), await bucketed.consume('t'), await bucketed.consume('t')]
+    expect(decisions.map((d) => d.allowed)).to.deep.equal([true, true, false])
+  })
+
+  it('a fleet of four processes on one key never exceeds the limit', async () => {
+    const report = await runFleet({
+      redisUrl: '',
+      cluster: cluster.startupNodes,
+      limit: 100,
+      windowMs: 1_000,
+      durationMs: 2_000,
+      skewsMs: [0, 0, 0, 0],
+    })
+    expect(report.maxInWindow).to.be.at.most(100)
+    expect(report.inWholeWindows).to.be.at.least(0.95 * report.idealInWholeWindows)
+  })
+
+  it('moves the slot of a hot key during load with redis-cli --cluster reshard: no error, the limit holds', async () => {
+    const prefix = uniquePrefix()
+    const limiter = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      limit: 200,
+      window: '2s',
+      timeoutMs: 2_000,
+      local: false,
+    })
+    // reshard moves a master's lowest slots first: put the hot tenant in the lowest slot of a master.
+    const { lowestSlot, id: from } = await cluster.masterOf(0)
+    let i = 0
+    while (keySlot(`{hot-${i}}`) !== lowestSlot) i++
+    const tenant = `hot-${i}`
+    expect(await cluster.cli('cluster', 'keyslot', `${prefix}:200-per-2000ms:{${tenant}}`)).to.include(
+      String(lowestSlot),
+    )
+    const to = (await cluster.masterOf(16_383)).id
+    const admitted: number[] = []
+    const errors: unknown[] = []
+    let running = true
+    const load = (async () => {
+      while (running) {
+        await limiter.consume(tenant).then(
+          (d: Decision) => {
+            if (d.allowed) admitted.push(performance.now())
+          },
+          (e: unknown) => errors.push(e),
+        )
+      }
+    })()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const node = cluster.startupNodes[0] as { port: number }
+    await cluster.cli(
+      '--cluster',
+      'reshard',
+      `127.0.0.1:${node.port}`,
+      '--cluster-from',
+      from,
+      '--cluster-to',
+      to,
+      '--cluster-slots',
+      '1',
+      '--cluster-yes',
+    )
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    running = false
+    await load
+    expect((await cluster.masterOf(lowestSlot)).id, 'the hot key’s slot moved').to.equal(to)
+    expect(await client.exists(`${prefix}:200-per-2000ms:{${tenant}}`), 'the window moved with it').to.equal(1)
+    expect(errors).to.deep.equal([])
+    expect(admitted.length).to.be.at.least(200)
+    // Noted on this process's clock after each answer: allow 5 ms of it.
+    expect(maxInWindow(admitted, 2_000 - 5)).to.be.at.most(200)
+  })
+})

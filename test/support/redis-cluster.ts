@@ -1,0 +1,106 @@
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Redis } from 'ioredis'
+import { freePort, type RedisServer, startRedisServer } from './redis-server.js'
+
+const run = promisify(execFile)
+
+/** A Redis Cluster of real redis-server processes on 127.0.0.1, joined with `redis-cli --cluster create`. */
+export interface RedisCluster {
+  readonly nodes: RedisServer[]
+  readonly startupNodes: { host: string; port: number }[]
+  /** `redis-cli` with the given arguments, against the first node. */
+  cli(...args: string[]): Promise<string>
+  /** The node serving a slot as master, with its cluster id and the lowest slot it serves. */
+  masterOf(slot: number): Promise<{ id: string; port: number; lowestSlot: number }>
+  stop(): Promise<void>
+}
+
+export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } = {}): Promise<RedisCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'fleetlimit-cluster-'))
+  const count = masters * (1 + replicasPerMaster)
+  const ports: number[] = []
+  while (ports.length < count) {
+    const port = await freePort()
+    if (!ports.includes(port) && !ports.includes(port - 10_000) && port + 10_000 < 65_536) ports.push(port)
+  }
+  const nodes = await Promise.all(
+    ports.map((port) =>
+      startRedisServer(
+        [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '1000',
+          '--dir',
+          dir,
+        ],
+        { port },
+      ),
+    ),
+  )
+  const addresses = ports.map((port) => `127.0.0.1:${port}`)
+  await run('redis-cli', [
+    '--cluster',
+    'create',
+    ...addresses,
+    '--cluster-replicas',
+    String(replicasPerMaster),
+    '--cluster-yes',
+  ])
+  // Every node must agree the cluster is up before clients see a consistent map.
+  for (const port of ports) {
+    for (let i = 0; ; i++) {
+      const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info'])
+      if (stdout.includes('cluster_state:ok')) break
+      if (i > 200) throw new Error(`cluster node ${port} never reached cluster_state:ok`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  const first = ports[0] as number
+  return {
+    nodes,
+    startupNodes: ports.map((port) => ({ host: '127.0.0.1', port })),
+    async cli(...args) {
+      const { stdout } = await run('redis-cli', ['-p', String(first), ...args])
+      return stdout
+    },
+    async masterOf(slot) {
+      const client = new Redis({
+        port: nodes.find((n) => n.process.exitCode === null)?.port ?? first,
+        lazyConnect: true,
+      })
+      try {
+        const slots = await client.cluster('SLOTS')
+        const master = slots.find(([from, to]) => slot >= from && slot <= to)?.[2]
+        if (!master) throw new Error(`no master for slot ${slot}`)
+        const lowestSlot = Math.min(...slots.filter((range) => range[2]?.[2] === master[2]).map(([from]) => from))
+        return { id: master[2], port: master[1], lowestSlot }
+      } finally {
+        client.disconnect()
+      }
+    },
+    async stop() {
+      await Promise.all(nodes.map((node) => node.stop()))
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key, modulo 16384. */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{')
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1)
+  const hashed = close > open + 1 ? key.slice(open + 1, close) : key
+  let crc = 0
+  for (const byte of Buffer.from(hashed)) {
+    crc ^= byte << 8
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff
+  }
+  return crc % 16_384
+}
