@@ -5,6 +5,7 @@ import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { failure } from './failure.js'
 import { local } from './local.js'
+import { memory } from './memory.js'
 
 export interface PartResult {
   readonly title: string
@@ -12,7 +13,7 @@ export interface PartResult {
   readonly data: unknown
 }
 
-const parts: Record<string, () => Promise<PartResult>> = { failure, local: () => local() }
+const parts: Record<string, () => Promise<PartResult>> = { failure, local: () => local(), memory }
 
 const wanted = process.argv.slice(2)
 const unknown = wanted.filter((name) => !(name in parts))
