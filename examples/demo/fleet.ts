@@ -1,6 +1,5 @@
 import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import type { LimiterStats, LocalOptions } from '@fleetlimit/core'
 import { maxInWindow } from './recording-store.js'

@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { mkdtempSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 /** A redis-server process that a test started, on a free port of 127.0.0.1. */
 export interface RedisServer {
@@ -31,9 +34,25 @@ export async function startRedisServer(
   { port: fixedPort }: { port?: number } = {},
 ): Promise<RedisServer> {
   const port = fixedPort ?? (await freePort())
+  // Its own directory: a replica writes the RDB it syncs from its primary there, never into the repository.
+  const dir = mkdtempSync(join(tmpdir(), 'fleetlimit-redis-'))
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', '', ...extraArgs],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--logfile',
+      '',
+      '--dir',
+      dir,
+      ...extraArgs,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
   let log = ''
