@@ -24,7 +24,17 @@ async function startSentinel(dir: string, primaryPort: number) {
       '',
     ].join('\n'),
   )
-  const child = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
+  const child = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'ignore'] })
+  // Listening once it says so on its log (stdout).
+  let log = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      log += chunk.toString()
+      if (log.includes('+monitor master')) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`sentinel exited with ${code}: ${log}`)))
+  })
+  child.stdout.resume()
   return {
     port,
     stop: async () => {
@@ -45,8 +55,18 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'fleetlimit-sentinel-'))
-    primary = await startRedisServer()
+    primary = await startRedisServer(['--repl-diskless-sync-delay', '0'])
     replica = await startRedisServer(['--replicaof', '127.0.0.1', String(primary.port)])
+    // Sentinels and WAIT need the replica in sync first: wait for its link to the primary to be up.
+    const probe = new Redis({ port: replica.port })
+    try {
+      for (let i = 0; !(await probe.info('replication')).includes('master_link_status:up'); i++) {
+        if (i > 500) throw new Error('the replica never synced with the primary')
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    } finally {
+      probe.disconnect()
+    }
     sentinels = await Promise.all([0, 1, 2].map(() => startSentinel(dir, primary.port)))
   })
   after(async () => {
@@ -61,7 +81,8 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
     })
     client.on('error', () => {})
     try {
-      await once(client, 'ready')
+      // A connection error before 'ready' is retried by ioredis, so wait for 'ready' alone.
+      await new Promise((resolve) => client.once('ready', resolve))
       const limiter = createRateLimiter({
         store: redisStore(client, { prefix: 'sentinel', breaker: { failureThreshold: 3, cooldownMs: 200 } }),
         limit: 1_000,
