@@ -251,6 +251,17 @@ describe('adapters', () => {
     expect((await global.request('GET', '/search')).status).to.equal(429)
   })
 
+  it('Fastify: a route’s own policy takes none of the plugin’s policy options (algorithm, cost, …)', async () => {
+    const fastify = flavours.find((f) => f.name.startsWith('fastify')) as (typeof flavours)[number]
+    const app = await fastify.build({
+      shared: { store: memoryStore(), limit: 1, window: '1m', algorithm: 'bucketed', buckets: 10, cost: 1 } as never,
+      route: definePolicy({ name: 'users', limit: 2, window: '1m' }),
+    })
+    const first = await app.request('GET', '/users/1')
+    expect(first.status).to.equal(200)
+    expect(first.headers['ratelimit-policy']).to.equal('"users";q=2;w=60')
+  })
+
   it('Koa without a router: app.use() limits across all paths in one bucket', async () => {
     const app = new Koa()
     app.use(koaRateLimit({ store: memoryStore(), limit: 1, window: '1m' }))

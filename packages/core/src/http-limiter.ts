@@ -221,6 +221,12 @@ export function hasLimitSource<Req>(options: HttpRateLimitOptions<Req>): boolean
   )
 }
 
+/** The options without what sets the limit: what a route's own policy shares with the plugin's options. */
+export function withoutLimitSource<Req>(options: HttpRateLimitOptions<Req>): HttpRateLimitOptions<Req> {
+  const limitNames = new Set<string>(['limiter', 'policy', 'policies', ...Object.keys(inlinePolicy(options))])
+  return Object.fromEntries(Object.entries(options).filter(([name]) => !limitNames.has(name)))
+}
+
 function resolveLimiter<Req>(options: HttpRateLimitOptions<Req>): RateLimiter {
   const inline = inlinePolicy(options)
   const sources = [

@@ -24,6 +24,7 @@ export {
   hasLimitSource,
   type RequestInfo,
   UNMATCHED_ROUTE,
+  withoutLimitSource,
 } from './http-limiter.js'
 export { ipTenant } from './ip.js'
 export { buildKey, encodeKeyPart, type KeyInput } from './keys.js'

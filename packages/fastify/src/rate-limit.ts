@@ -6,6 +6,7 @@ import {
   type Policy,
   type PolicyOptions,
   type RequestInfo,
+  withoutLimitSource,
 } from '@fleetlimit/core'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -23,18 +24,6 @@ declare module 'fastify' {
 export type FastifyRateLimitOptions = HttpRateLimitOptions<FastifyRequest>
 
 const FASTIFY = { name: 'Fastify', trustProxyHint: 'Pass trustProxy to fastify() for your proxy hops or addresses' }
-const POLICY_KEYS = [
-  'limiter',
-  'policy',
-  'policies',
-  'limit',
-  'window',
-  'name',
-  'scope',
-  'onStoreError',
-  'fallback',
-  'timeoutMs',
-] as const
 
 /** `perRoute`: the route has its own policy, so its pattern keys it; the plugin's policy counts across routes. */
 function describe(request: FastifyRequest, perRoute: boolean): RequestInfo {
@@ -50,7 +39,7 @@ function describe(request: FastifyRequest, perRoute: boolean): RequestInfo {
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
   const global = hasLimitSource(options) ? createHttpLimiter<FastifyRequest>(options, FASTIFY) : undefined
   // Route policies share the plugin's other options (store, headers, tenant, …), built once per policy object.
-  const shared = Object.fromEntries(Object.entries(options).filter(([name]) => !POLICY_KEYS.includes(name as never)))
+  const shared = withoutLimitSource(options)
   const perRoute = new Map<RouteRateLimit, HttpLimiter<FastifyRequest>>()
 
   fastify.addHook('onRoute', (route) => {
