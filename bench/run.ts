@@ -1,5 +1,5 @@
-// `pnpm bench [part]`: runs every part, or the one named. Each part starts its own redis-server on a free
-// port of 127.0.0.1 and writes JSON and Markdown to bench/results/.
+// `pnpm bench [part...]`: runs every part, or the ones named. Each part starts its own redis-server on a
+// free port of 127.0.0.1 and writes JSON, Markdown and any SVG charts to bench/results/.
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
@@ -11,9 +11,15 @@ export interface PartResult {
   readonly title: string
   readonly markdown: string
   readonly data: unknown
+  /** SVG charts by name: each is written to bench/results/<part>-<name>.svg. */
+  readonly charts?: Readonly<Record<string, string>>
 }
 
-const parts: Record<string, () => Promise<PartResult>> = { failure, local: () => local(), memory }
+const parts: Record<string, () => Promise<PartResult>> = {
+  failure: () => failure(),
+  local: () => local(),
+  memory: () => memory(),
+}
 
 const wanted = process.argv.slice(2)
 const unknown = wanted.filter((name) => !(name in parts))
@@ -22,14 +28,13 @@ if (unknown.length > 0) {
   process.exit(2)
 }
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`
+const results = join(import.meta.dirname, 'results')
 for (const name of wanted.length > 0 ? wanted : Object.keys(parts)) {
   console.log(`\n## ${name}\n`)
-  const result = await (parts[name] as () => Promise<PartResult>)()
+  const { charts = {}, ...result } = await (parts[name] as () => Promise<PartResult>)()
   const header = `# ${result.title}\n\nMeasured by \`pnpm bench ${name}\` on ${machine}, ${new Date().toISOString()}.\n\n`
-  await writeFile(join(import.meta.dirname, 'results', `${name}.md`), header + result.markdown)
-  await writeFile(
-    join(import.meta.dirname, 'results', `${name}.json`),
-    `${JSON.stringify({ machine, ...result }, null, 2)}\n`,
-  )
+  await writeFile(join(results, `${name}.md`), header + result.markdown)
+  await writeFile(join(results, `${name}.json`), `${JSON.stringify({ machine, ...result }, null, 2)}\n`)
+  for (const [chart, svg] of Object.entries(charts)) await writeFile(join(results, `${name}-${chart}.svg`), svg)
   console.log(result.markdown)
 }
