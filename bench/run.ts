@@ -3,6 +3,7 @@
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
+import { clusterFailover } from './cluster.js'
 import { failure } from './failure.js'
 import { local } from './local.js'
 import { memory } from './memory.js'
@@ -16,6 +17,7 @@ export interface PartResult {
 }
 
 const parts: Record<string, () => Promise<PartResult>> = {
+  cluster: () => clusterFailover(),
   failure: () => failure(),
   local: () => local(),
   memory: () => memory(),

@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { createRateLimiter, type Decision, redisStore } from '@fleetlimit/core'
+import { createRateLimiter, type Decision, redisStore, StoreError } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { Cluster } from 'ioredis'
 import { runFleet } from '../../examples/demo/fleet.js'
@@ -141,5 +141,66 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     expect(admitted.length).to.be.at.least(200)
     // Noted on this process's clock after each answer: allow 5 ms of it.
     expect(maxInWindow(admitted, 2_000 - 5)).to.be.at.most(200)
+  })
+  // Last: it kills a master, and the cluster serves on with that master's former replica.
+  it('kills the master of a hot key during load: the failure policy decides until its replica is promoted, then the store', async () => {
+    const prefix = uniquePrefix()
+    const policy = { limit: 1_000_000, window: '1m', timeoutMs: 200, local: false, logger: { warn() {} } } as const
+    const failOpen = createRateLimiter({
+      ...policy,
+      store: redisStore(client, { prefix }),
+      onStoreError: 'fail-open',
+      fallback: { limit: 50 },
+    })
+    const failClosed = createRateLimiter({ ...policy, store: redisStore(client, { prefix: uniquePrefix() }) })
+    const tenant = 'hot'
+    const dying = await cluster.masterOf(keySlot(`{${tenant}}`))
+    const replicaLine = (await cluster.cli('cluster', 'nodes')).split('\n').find((l) => l.includes(`slave ${dying.id}`))
+    const replicaId = replicaLine?.split(' ')[0]
+    expect(replicaId, 'the hot key’s master has a replica').to.be.a('string')
+
+    let killed = false
+    const sources: string[] = []
+    let fallbackAdmitted = 0
+    const closedFailures: unknown[] = []
+    const thrown: unknown[] = []
+    let backToStore: () => void = () => {}
+    const back = new Promise<void>((resolve) => {
+      backToStore = resolve
+    })
+    let running = true
+    const caller = async () => {
+      while (running) {
+        const decision = await failOpen.consume(tenant).catch((e: unknown) => thrown.push(e))
+        await failClosed.consume(tenant).catch((e: unknown) => killed && closedFailures.push(e))
+        if (killed && typeof decision === 'object') {
+          sources.push(decision.source)
+          if (decision.source === 'fallback' && decision.allowed) fallbackAdmitted++
+          if (decision.source === 'store' && sources.includes('fallback')) backToStore()
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+    }
+    const callers = Array.from({ length: 8 }, caller)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    killed = true
+    await cluster.nodes.find((node) => node.port === dying.port)?.stop()
+    await back
+    running = false
+    await Promise.all(callers)
+
+    expect((await cluster.masterOf(keySlot(`{${tenant}}`))).id, 'the replica now serves the slot').to.equal(replicaId)
+    expect(thrown, 'failing open, no caller saw an error').to.deep.equal([])
+    // From the first decision without the store to the first one with it again (calls in flight at the kill may still succeed).
+    const start = sources.indexOf('fallback')
+    const outage = sources.slice(start, sources.indexOf('store', start))
+    expect(outage.length).to.be.greaterThan(0)
+    expect(new Set(outage), 'while no primary answered: the fallback window decided').to.deep.equal(
+      new Set(['fallback']),
+    )
+    expect(fallbackAdmitted, 'under the strict per-process fallback limit').to.be.within(1, 50)
+    expect(closedFailures.length, 'failing closed: the other limiter refused with StoreErrors').to.be.greaterThan(0)
+    for (const failure of closedFailures) expect(failure).to.be.instanceOf(StoreError)
+    expect(failOpen.stats().degraded).to.equal(sources.filter((s) => s !== 'store').length)
   })
 })

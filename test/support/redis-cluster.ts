@@ -37,6 +37,9 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
           join(dir, `nodes-${port}.conf`),
           '--cluster-node-timeout',
           '1000',
+          // A replica's first sync starts at once, not after the default 5 s wait for more replicas.
+          '--repl-diskless-sync-delay',
+          '0',
           '--dir',
           dir,
         ],
@@ -59,6 +62,15 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
       const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info'])
       if (stdout.includes('cluster_state:ok')) break
       if (i > 200) throw new Error(`cluster node ${port} never reached cluster_state:ok`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  // A replica that never synced cannot be promoted: wait until each one's link to its master is up.
+  for (const port of ports) {
+    for (let i = 0; ; i++) {
+      const { stdout } = await run('redis-cli', ['-p', String(port), 'info', 'replication'])
+      if (stdout.includes('role:master') || stdout.includes('master_link_status:up')) break
+      if (i > 200) throw new Error(`cluster replica ${port} never synced with its master`)
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   }
