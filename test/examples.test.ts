@@ -5,6 +5,8 @@ import { httpBurst } from '../examples/demo/http-burst.js'
 import { createApp as expressApp } from '../examples/express-basic/app.js'
 import { createApp as fastifyApp } from '../examples/fastify-plugin/app.js'
 import { createApp as koaApp } from '../examples/koa-router/app.js'
+import { startExample as otelExample } from '../examples/otel-prometheus/app.js'
+import { freePort } from './support/redis-server.js'
 
 describe('the examples', () => {
   it('the demo’s HTTP part: five searches admitted, then 429s, with headers', async () => {
@@ -32,5 +34,30 @@ describe('the examples', () => {
     expect(denials[1]).to.deep.equal(denials[0])
     expect(denials[2]).to.deep.equal(denials[0])
     await fastify.close()
+  })
+
+  it('otel-prometheus: the limiter’s decisions and store calls, scraped in the Prometheus format', async () => {
+    const example = await otelExample(memoryStore(), { app: 0, metrics: await freePort() })
+    try {
+      const statuses: number[] = []
+      for (let i = 0; i < 7; i++) statuses.push((await fetch(`http://127.0.0.1:${example.appPort}/`)).status)
+      expect(statuses).to.deep.equal([200, 200, 200, 200, 200, 429, 429])
+      const scrape = await (await fetch(`http://127.0.0.1:${example.metricsPort}/metrics`)).text()
+      const scope = 'otel_scope_name="@fleetlimit/core"'
+      const lines = scrape.split('\n').filter((line) => /^fleetlimit_\w+(_total|_count)\{/.test(line))
+      expect(lines).to.deep.equal([
+        `fleetlimit_decisions_total{fleetlimit_policy="search",fleetlimit_outcome="allowed",fleetlimit_source="store",${scope}} 5`,
+        `fleetlimit_decisions_total{fleetlimit_policy="search",fleetlimit_outcome="denied",fleetlimit_source="store",${scope}} 1`,
+        `fleetlimit_decisions_total{fleetlimit_policy="search",fleetlimit_outcome="denied",fleetlimit_source="local",${scope}} 1`,
+        `fleetlimit_store_calls_total{fleetlimit_policy="search",${scope}} 6`,
+        `fleetlimit_local_hits_total{fleetlimit_policy="search",${scope}} 1`,
+        `fleetlimit_store_duration_count{fleetlimit_policy="search",fleetlimit_store_outcome="ok",${scope}} 6`,
+      ])
+      expect(scrape).to.include(
+        'fleetlimit_store_duration_bucket{fleetlimit_policy="search",fleetlimit_store_outcome="ok"',
+      )
+    } finally {
+      await example.close()
+    }
   })
 })

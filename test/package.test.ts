@@ -18,7 +18,12 @@ const peers = {
   'fastify-plugin': 'packages/fastify/node_modules',
   '@types/express': 'node_modules',
   '@types/koa': 'node_modules',
+  '@opentelemetry/api': 'node_modules',
+  '@opentelemetry/sdk-metrics': 'node_modules',
 }
+// Each package's entries: the files a consumer loads; anything else in dist is a chunk they share.
+const entries: Record<string, string[]> = { core: ['index', 'otel'] }
+const CHUNK = /^[\w]+-[\w-]{8}\.(mjs|cjs|d\.mts|d\.cts)$/
 
 // What a consumer does with the published tarball: a limiter from each module system, and an error
 // thrown by one copy recognised by the other copy's isFleetlimitError.
@@ -49,11 +54,29 @@ const adaptersEsm = adaptersCjs.replace(
   /const \{ rateLimit: (\w+) \} = require\('([^']+)'\)/g,
   "import { rateLimit as $1 } from '$2'",
 )
+// The optional OpenTelemetry entry, from each module system: one allowed and one denied decision, counted.
+const otelCjs = `
+const { createRateLimiter } = require('@fleetlimit/core')
+const { instrumentLimiter } = require('@fleetlimit/core/otel')
+const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics')
+class Reader extends MetricReader { async onShutdown() {} async onForceFlush() {} }
+const reader = new Reader()
+const limiter = createRateLimiter({ limit: 1, window: '1s' })
+instrumentLimiter(limiter, { meter: new MeterProvider({ readers: [reader] }).getMeter('t') })
+limiter.consume('t').then(() => limiter.consume('t')).then(async () => {
+  const { resourceMetrics } = await reader.collect()
+  const decisions = resourceMetrics.scopeMetrics[0].metrics.find((m) => m.descriptor.name === 'fleetlimit.decisions')
+  console.log(JSON.stringify(decisions.dataPoints.map((p) => [p.attributes['fleetlimit.outcome'], p.value])))
+})
+`
+const otelEsm = otelCjs.replace(/const (\{[^}]+\}) = require\('([^']+)'\)/g, "import $1 from '$2'")
 const tsConsumer = `
 import { createRateLimiter, type Decision, definePolicy, redisStore } from '@fleetlimit/core'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
+import { instrumentLimiter } from '@fleetlimit/core/otel'
+import { metrics } from '@opentelemetry/api'
 import express from 'express'
 import Fastify from 'fastify'
 import Koa from 'koa'
@@ -61,6 +84,7 @@ import { Redis } from 'ioredis'
 const store = redisStore(new Redis({ lazyConnect: true }))
 const limiter = createRateLimiter({ store, limit: 1, window: '1m' })
 export const decision: Promise<Decision> = limiter.consume('t', { cost: 1 })
+export const detach: () => void = instrumentLimiter(limiter, { meter: metrics.getMeter('app') })
 const search = definePolicy({ name: 'search', limit: 5, window: '10s' })
 express().get('/search', expressRateLimit({ store, policy: search, tenant: (req) => req.ip ?? '' }))
 new Koa().use(koaRateLimit({ store, policies: [search], skip: (ctx) => ctx.path === '/health' }))
@@ -79,6 +103,7 @@ describe('the packed packages load as a consumer loads them', function () {
     const modules = join(dir, 'node_modules')
     await mkdir(join(modules, '@fleetlimit'), { recursive: true })
     await mkdir(join(modules, '@types'), { recursive: true })
+    await mkdir(join(modules, '@opentelemetry'), { recursive: true })
     for (const name of packages) {
       const packageDir = join(root, 'packages', name)
       await run('pnpm', ['run', 'build'], { cwd: packageDir })
@@ -97,9 +122,30 @@ describe('the packed packages load as a consumer loads them', function () {
   it('ships only the built files, depending on core by version', async () => {
     for (const name of packages) {
       const files = await readdir(join(dir, `node_modules/@fleetlimit/${name}/dist`))
-      expect(files.sort(), name).to.deep.equal(['index.cjs', 'index.d.cts', 'index.d.mts', 'index.mjs'])
+      const expected = (entries[name] ?? ['index']).flatMap((e) => [`${e}.cjs`, `${e}.d.cts`, `${e}.d.mts`, `${e}.mjs`])
+      expect(files.filter((file) => !CHUNK.test(file)).sort(), name).to.deep.equal(expected.sort())
       const manifest = JSON.parse(await readFile(join(dir, `node_modules/@fleetlimit/${name}/package.json`), 'utf8'))
       expect(JSON.stringify(manifest), name).to.not.include('workspace:')
+    }
+  })
+
+  it('keeps @opentelemetry/api out of every file but the otel entry: core runs without it', async () => {
+    const distDir = join(dir, 'node_modules/@fleetlimit/core/dist')
+    for (const file of await readdir(distDir)) {
+      const text = await readFile(join(distDir, file), 'utf8')
+      expect(text.includes('@opentelemetry/api'), file).to.equal(file.startsWith('otel.'))
+    }
+  })
+
+  it('loads @fleetlimit/core/otel with require and with import, and counts decisions', async () => {
+    await writeFile(join(dir, 'otel.cjs'), otelCjs)
+    await writeFile(join(dir, 'otel.mjs'), otelEsm)
+    for (const file of ['otel.cjs', 'otel.mjs']) {
+      const { stdout } = await run(process.execPath, [file], { cwd: dir })
+      expect(JSON.parse(stdout), file).to.deep.equal([
+        ['allowed', 1],
+        ['denied', 1],
+      ])
     }
   })
 

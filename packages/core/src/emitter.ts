@@ -4,6 +4,8 @@ type Listener = (...args: never[]) => void
 export interface Emitter<Events extends Record<string, unknown[]>> {
   on<E extends keyof Events>(event: E, listener: (...args: Events[E]) => void): () => void
   emit<E extends keyof Events>(event: E, ...args: Events[E]): void
+  /** Whether anyone listens: lets an emitter skip work (a clock read) that only a listener needs. */
+  has(event: keyof Events): boolean
 }
 
 export function createEmitter<Events extends Record<string, unknown[]>>(
@@ -22,6 +24,7 @@ export function createEmitter<Events extends Record<string, unknown[]>>(
       set.add(entry)
       return () => set.delete(entry)
     },
+    has: (event) => (listeners.get(event)?.size ?? 0) > 0,
     emit(event, ...args) {
       for (const listener of listeners.get(event) ?? []) {
         try {

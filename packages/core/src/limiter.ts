@@ -1,4 +1,5 @@
 import { createAcquireQueue } from './acquire-queue.js'
+import type { BreakerState } from './circuit-breaker.js'
 import type { Decision, DecisionSource } from './decision.js'
 import { parseDuration } from './duration.js'
 import { createEmitter } from './emitter.js'
@@ -65,8 +66,15 @@ export interface LimiterStats {
 
 /** The limiter's events; `on` returns the unsubscribe function. */
 export type LimiterEvents = {
-  /** A decision could not use the store (sent and failed, or short-circuited). */
-  storeError: [error: StoreError]
+  /** Every decision counted in `stats().decisions`. */
+  decision: [decision: Decision]
+  /** A call sent to the store (a short-circuited one is not sent), once it settled or missed the deadline. */
+  storeCall: [call: { readonly durationMs: number; readonly outcome: 'ok' | 'error' | 'timeout' }]
+  /**
+   * A decision could not use the store: the call was sent and failed ('error'), missed the deadline
+   * ('timeout'), or was not sent because the breaker was open or the client disconnected ('short-circuit').
+   */
+  storeError: [error: StoreError, kind: 'error' | 'timeout' | 'short-circuit']
   /** A decision made without the store. */
   degraded: [decision: Decision]
   breakerOpen: []
@@ -82,6 +90,8 @@ export interface RateLimiter {
   /** The policy (the first one, with `policies`). */
   readonly policy: Policy
   readonly policies: readonly Policy[]
+  /** The state of the store's circuit breaker; undefined for a store without one (the memory store). */
+  readonly breakerState: BreakerState | undefined
   /** Admits and counts `cost` units now, or denies with the exact wait. Never waits. */
   consume(key: KeyInput, options?: ConsumeOptions): Promise<Decision>
   /** Waits, first-in first-out with this process's other waiters on the key, until admitted. */
@@ -168,6 +178,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     counters.decisions++
     if (decision.allowed) counters.allowed++
     else counters.denied++
+    events.emit('decision', decision)
     return decision
   }
 
@@ -179,9 +190,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       throw new ShortCircuit('the store is not connected')
     }
     counters.storeCalls++
+    const sentAt = events.has('storeCall') ? performance.now() : undefined
+    const report = (outcome: 'ok' | 'error' | 'timeout') => {
+      if (sentAt !== undefined) events.emit('storeCall', { durationMs: performance.now() - sentAt, outcome })
+    }
     try {
       const result = await withDeadline(call(), timeoutMs)
       breaker?.success()
+      report('ok')
       if (failuresThisOutage > 0) {
         logger.info?.(
           `fleetlimit: the store answers again for policy "${first.name}" (${failuresThisOutage} decisions without it).`,
@@ -191,15 +207,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return result
     } catch (error) {
       breaker?.failure()
+      report(error instanceof DeadlineExceeded ? 'timeout' : 'error')
       throw error
     }
   }
 
   /** Counts a failed store call, tells the listeners and, once an outage, the logger; returns the error to throw. */
   function storeFailure(error: unknown): StoreError {
-    if (error instanceof ShortCircuit) counters.shortCircuits++
+    const kind =
+      error instanceof ShortCircuit ? 'short-circuit' : error instanceof DeadlineExceeded ? 'timeout' : 'error'
+    if (kind === 'short-circuit') counters.shortCircuits++
     else counters.storeErrors++
-    if (error instanceof DeadlineExceeded) counters.timeouts++
+    if (kind === 'timeout') counters.timeouts++
     const reason = (error instanceof Error ? error.message : String(error)).replace(/^fleetlimit: /, '')
     const retryAfterMs = breaker?.msUntilProbe() || 1_000
     const failure = new StoreError(`the store failed a decision for policy "${first.name}": ${reason}`, {
@@ -208,7 +227,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     })
     if (failuresThisOutage++ === 0)
       logger.warn(`fleetlimit: ${reason}; policy "${first.name}" is ${mode} until it recovers.`)
-    events.emit('storeError', failure)
+    events.emit('storeError', failure, kind)
     return failure
   }
 
@@ -301,6 +320,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   return {
     policy: first,
     policies,
+    get breakerState() {
+      return breaker?.state
+    },
     async consume(key, options) {
       const cost = resolveCost(options, ['cost'])
       return decide(keysOf(key), cost)
