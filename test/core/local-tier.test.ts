@@ -66,6 +66,34 @@ describe('local tier', () => {
     })
   })
 
+  describe("'auto' leases (fake timers)", () => {
+    let clock: sinon.SinonFakeTimers
+    beforeEach(() => {
+      clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
+    })
+    afterEach(() => clock.restore())
+
+    it('asks cold keys for single units, and leases a hot key', async () => {
+      const limiter = createRateLimiter({
+        store: memoryStore({ clock: () => Date.now() }),
+        limit: 1_000_000,
+        window: '1m',
+        local: { lease: 'auto' },
+      })
+      // Thousands of tenants, each calling about once a second: no lease would be used, none is taken.
+      for (let round = 0; round < 3; round++) {
+        for (let tenant = 0; tenant < 1_000; tenant++) await limiter.consume(`cold-${tenant}`)
+        await clock.tickAsync(1_000)
+      }
+      expect(limiter.stats()).to.include({ storeCalls: 3_000, leasedUnits: 0, releaseCalls: 0 })
+
+      const sources = []
+      for (let i = 0; i < 20; i++) sources.push((await limiter.consume('hot')).source)
+      expect(sources.filter((s) => s === 'local').length).to.be.above(10)
+      expect(limiter.stats().leasedUnits).to.be.above(0)
+    })
+  })
+
   describe('leases on Redis', () => {
     let redis: Redis
     before(() => {
