@@ -48,7 +48,7 @@ function load(limiter: RateLimiter) {
   }
 }
 
-async function scenario(kind: 'kill' | 'freeze') {
+async function scenario(kind: 'kill' | 'freeze', { warmupMs, faultMs }: Required<FailureOptions>) {
   let server: RedisServer = await startRedisServer()
   const client = new Redis(server.url) // the defaults: offline queue on, 20 retries per request
   client.on('error', () => {})
@@ -61,12 +61,12 @@ async function scenario(kind: 'kill' | 'freeze') {
     logger: { warn() {} },
   })
   const running = load(limiter)
-  await sleep(1_000)
+  await sleep(warmupMs)
 
   const faultAt = performance.now()
   if (kind === 'kill') await server.stop()
   else server.freeze()
-  await sleep(2_500)
+  await sleep(faultMs)
 
   // With the breaker open: decisions per second of one caller, in a tight loop.
   const openStats = limiter.stats()
@@ -112,11 +112,20 @@ async function scenario(kind: 'kill' | 'freeze') {
   }
 }
 
-export async function failure(): Promise<PartResult> {
-  const results = [await scenario('kill'), await scenario('freeze')]
+export interface FailureOptions {
+  /** Decisions on a healthy store before the fault. Default 1 000 ms. */
+  readonly warmupMs?: number
+  /** How long Redis stays killed or frozen: longer than the breaker's 1 s cool-down. Default 2 500 ms. */
+  readonly faultMs?: number
+}
+
+export async function failure({ warmupMs = 1_000, faultMs = 2_500 }: FailureOptions = {}): Promise<PartResult> {
+  const sizes = { warmupMs, faultMs }
+  const results = [await scenario('kill', sizes), await scenario('freeze', sizes)]
+  const later = `${faultMs / 1000} s later`
   const rows = results.map(
     (r) =>
-      `| ${r.kind === 'kill' ? 'kill -9, restart 2.5 s later' : 'SIGSTOP, SIGCONT 2.5 s later'} | ${r.decisionsDuringFault} | ` +
+      `| ${r.kind === 'kill' ? `kill -9, restart ${later}` : `SIGSTOP, SIGCONT ${later}`} | ${r.decisionsDuringFault} | ` +
       `${r.slowestMs.toFixed(1)} | ${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(1)} | ${r.breakerOpenDecisionsPerSecond.toLocaleString('en')} | ` +
       `${r.sentWhileBreakerOpen} | ${r.backToStoreMs === null ? 'never' : r.backToStoreMs.toFixed(0)} |`,
   )

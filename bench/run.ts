@@ -3,10 +3,13 @@
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
+import { accuracy } from './accuracy.js'
 import { clusterFailover } from './cluster.js'
+import { decisions } from './decisions.js'
 import { failure } from './failure.js'
 import { local } from './local.js'
 import { memory } from './memory.js'
+import { overhead } from './overhead.js'
 
 export interface PartResult {
   readonly title: string
@@ -17,10 +20,13 @@ export interface PartResult {
 }
 
 const parts: Record<string, () => Promise<PartResult>> = {
+  accuracy: () => accuracy(),
   cluster: () => clusterFailover(),
+  decisions: () => decisions(),
   failure: () => failure(),
   local: () => local(),
   memory: () => memory(),
+  overhead: () => overhead(),
 }
 
 const wanted = process.argv.slice(2)

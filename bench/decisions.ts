@@ -1,0 +1,277 @@
+// Decisions part: decisions per second from one Node process, calling each limiter's Redis operation
+// directly (no HTTP), with 1 and with 100 decisions in flight; beside them, redis-benchmark's EVALSHA of
+// our sliding-window script: the server's own ceiling on this machine.
+import { execFile } from 'node:child_process'
+import { once } from 'node:events'
+import { createRequire } from 'node:module'
+import { promisify } from 'node:util'
+import { createRateLimiter, type LocalOptions, redisStore, slidingWindowScript } from '@fleetlimit/core'
+import type { Options as ExpressRateLimitOptions } from 'express-rate-limit'
+import { Redis } from 'ioredis'
+import { type RedisReply, RedisStore } from 'rate-limit-redis'
+import { RateLimiterRedis } from 'rate-limiter-flexible'
+import { startRedisServer } from '../test/support/redis-server.js'
+import type { PartResult } from './run.js'
+
+export interface DecisionsOptions {
+  /** Unmeasured decisions first, per cell. */
+  readonly warmMs?: number
+  /** Measured time per cell. */
+  readonly durationMs?: number
+  /** redis-benchmark requests, unpipelined and 16-deep pipelines. */
+  readonly benchmarkRequests?: readonly [number, number]
+}
+
+const FULL = { warmMs: 500, durationMs: 2_000, benchmarkRequests: [100_000, 400_000] as const }
+const IN_FLIGHT = [1, 100] as const
+// Far above what any cell reaches: every decision is admitted, on one key per cell.
+const LIMIT = 1_000_000_000
+const WINDOW_MS = 60_000
+
+/** One decision: resolves true when admitted. */
+type Decide = () => Promise<boolean>
+
+interface Subject {
+  readonly name: string
+  readonly call: string
+  /** 'admitted' (one key, a huge limit) unless said otherwise. */
+  readonly load?: 'denied'
+  setup(client: Redis): Promise<Decide>
+}
+
+// Not in their packages' exports or types, but plain files of them: the Redis stores the middlewares use.
+const require = createRequire(import.meta.url)
+type FastifyRedisStore = new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  redis: Redis,
+  key?: string,
+) => {
+  incr(
+    key: string,
+    cb: (error: Error | null, result: { current: number; ttl: number } | null) => void,
+    timeWindow: number,
+    max: number,
+  ): void
+}
+type AsyncRatelimiter = new (options: {
+  id: string
+  db: Redis
+  max: number
+  duration: number
+  namespace?: string
+}) => {
+  get(): Promise<{ remaining: number; reset: number; total: number }>
+}
+
+const fleetlimit =
+  (local: LocalOptions | false, limit = LIMIT, windowMs = WINDOW_MS) =>
+  async (client: Redis) => {
+    // A loaded two-core machine may miss the default 100 ms deadline: measure decisions, not deadline misses.
+    const limiter = createRateLimiter({ store: redisStore(client), limit, window: windowMs, local, timeoutMs: 2_000 })
+    return async () => (await limiter.consume('bench')).allowed
+  }
+
+const SUBJECTS: readonly Subject[] = [
+  {
+    name: 'express-rate-limit (rate-limit-redis)',
+    call: 'RedisStore.increment',
+    async setup(client) {
+      const store = new RedisStore({
+        sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as Promise<RedisReply>,
+      })
+      await store.init({ windowMs: WINDOW_MS } as ExpressRateLimitOptions)
+      return async () => (await store.increment('bench')).totalHits <= LIMIT
+    },
+  },
+  {
+    name: 'rate-limiter-flexible',
+    call: 'RateLimiterRedis.consume',
+    async setup(client) {
+      const limiter = new RateLimiterRedis({ storeClient: client, points: LIMIT, duration: WINDOW_MS / 1000 })
+      return () =>
+        limiter.consume('bench').then(
+          () => true,
+          () => false,
+        )
+    },
+  },
+  {
+    name: '@fastify/rate-limit',
+    call: 'store/RedisStore.incr',
+    async setup(client) {
+      const Store = require('@fastify/rate-limit/store/RedisStore.js') as FastifyRedisStore
+      const store = new Store(false, false, client)
+      return () =>
+        new Promise<boolean>((resolve, reject) =>
+          store.incr(
+            'bench',
+            (error, result) => (error ? reject(error) : resolve((result?.current ?? 0) <= LIMIT)),
+            WINDOW_MS,
+            LIMIT,
+          ),
+        )
+    },
+  },
+  {
+    name: 'koa-ratelimit (async-ratelimiter)',
+    call: 'get()',
+    async setup(client) {
+      const Limiter = require('koa-ratelimit/limiter/redis.js') as AsyncRatelimiter
+      // koa-ratelimit builds one of these per request; the Redis call is the same.
+      const limiter = new Limiter({ id: 'bench', db: client, max: LIMIT, duration: WINDOW_MS })
+      return async () => (await limiter.get()).remaining > 0
+    },
+  },
+  { name: 'fleetlimit, store only', call: 'limiter.consume, local: false', setup: fleetlimit(false) },
+  {
+    name: 'fleetlimit, the store alone',
+    call: 'redisStore(client).consume',
+    async setup(client) {
+      const store = redisStore(client)
+      const request = { key: 'bench', limit: LIMIT, windowMs: WINDOW_MS, cost: 1 }
+      return async () => (await store.consume([request]))[0]?.allowed ?? false
+    },
+  },
+  { name: 'fleetlimit, deny cache (default local tier)', call: 'limiter.consume', setup: fleetlimit({}) },
+  {
+    name: 'fleetlimit, leases on a hot key',
+    call: "limiter.consume, lease: 'auto'",
+    setup: fleetlimit({ lease: 'auto' }),
+  },
+  {
+    name: 'fleetlimit, deny cache',
+    call: 'limiter.consume',
+    load: 'denied',
+    // A limit of 1 per hour, exhausted by the warm-up: the deny cache answers.
+    setup: fleetlimit({}, 1, 3_600_000),
+  },
+]
+
+/** Keeps `inFlight` decisions outstanding for `ms`; decisions completed and admitted. */
+async function drive(decide: Decide, inFlight: number, ms: number) {
+  let decisions = 0
+  let admitted = 0
+  const started = performance.now()
+  const end = started + ms
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < end) {
+        if (await decide()) admitted++
+        decisions++
+      }
+    }),
+  )
+  return { decisions, admitted, ms: performance.now() - started }
+}
+
+export interface DecisionsRow {
+  readonly limiter: string
+  readonly call: string
+  readonly load: 'admitted' | 'denied'
+  readonly inFlight: number
+  readonly perSecond: number
+  readonly decisions: number
+  readonly admitted: number
+}
+
+export interface BenchmarkRow {
+  readonly pipeline: number
+  readonly clients: number
+  readonly requests: number
+  readonly perSecond: number
+}
+
+async function redisBenchmark(port: number, sha: string, requests: number, pipeline: number): Promise<BenchmarkRow> {
+  const clients = 50
+  // As redisStore calls it: KEYS[1] the key; ARGV limit, window (ms), cost, a member unique per call, mode.
+  const { stdout } = await promisify(execFile)('redis-benchmark', [
+    ...['-h', '127.0.0.1', '-p', String(port), '-c', String(clients), '-n', String(requests)],
+    ...['-P', String(pipeline), '-r', '1000000000', '--csv'],
+    ...['EVALSHA', sha, '1', 'fleetlimit:bench:redis-benchmark', String(LIMIT), String(WINDOW_MS), '1'],
+    ...['m__rand_int__', 'consume'],
+  ])
+  const line = stdout.trim().split('\n').at(-1) ?? ''
+  const perSecond = Number(JSON.parse(`[${line}]`)[1])
+  if (!Number.isFinite(perSecond)) throw new Error(`unexpected redis-benchmark output: ${stdout}`)
+  return { pipeline, clients, requests, perSecond }
+}
+
+export async function decisions(options: DecisionsOptions = {}): Promise<PartResult> {
+  const { warmMs, durationMs, benchmarkRequests } = { ...FULL, ...options }
+  const server = await startRedisServer()
+  const rows: DecisionsRow[] = []
+  const benchmark: BenchmarkRow[] = []
+  try {
+    const admin = new Redis(server.url)
+    for (const subject of SUBJECTS) {
+      for (const inFlight of IN_FLIGHT) {
+        await admin.flushall()
+        // A fresh default client per cell, as the libraries' documentation sets one up.
+        const client = new Redis(server.url)
+        try {
+          await once(client, 'ready')
+          const decide = await subject.setup(client)
+          await drive(decide, inFlight, warmMs)
+          const run = await drive(decide, inFlight, durationMs)
+          rows.push({
+            limiter: subject.name,
+            call: subject.call,
+            load: subject.load ?? 'admitted',
+            inFlight,
+            perSecond: run.decisions / (run.ms / 1000),
+            decisions: run.decisions,
+            admitted: run.admitted,
+          })
+        } finally {
+          client.disconnect()
+        }
+      }
+    }
+    await admin.flushall()
+    const sha = await admin.script('LOAD', slidingWindowScript.lua)
+    if (sha !== slidingWindowScript.sha1)
+      throw new Error(`SCRIPT LOAD gave ${String(sha)}, not ${slidingWindowScript.sha1}`)
+    benchmark.push(await redisBenchmark(server.port, slidingWindowScript.sha1, benchmarkRequests[0], 1))
+    await admin.flushall()
+    benchmark.push(await redisBenchmark(server.port, slidingWindowScript.sha1, benchmarkRequests[1], 16))
+    admin.disconnect()
+  } finally {
+    await server.stop()
+  }
+
+  const rate = (n: number) => Math.round(n).toLocaleString('en')
+  const byLimiter = [...new Set(rows.map((r) => `${r.limiter}\u0000${r.call}\u0000${r.load}`))]
+  const markdown = [
+    `Decisions per second from one Node process on one default ioredis client (one connection), each limiter's`,
+    `own Redis operation called directly, no HTTP: ${durationMs / 1000} s per cell after ${warmMs} ms of warm-up, on a`,
+    `redis-server of its own on the same machine. Admitted: one key per cell with a limit of ${LIMIT.toExponential(0)}`,
+    `per minute, so every decision is admitted (the key's window is emptied between cells); denied: a limit of 1`,
+    `per hour, exhausted by the warm-up.`,
+    '',
+    '| limiter | call | load | decisions/s, 1 in flight | decisions/s, 100 in flight |',
+    '|---|---|---|---|---|',
+    ...byLimiter.map((id) => {
+      const [limiter, call, load] = id.split('\u0000') as [string, string, string]
+      const cell = (inFlight: number) =>
+        rows.find((r) => r.limiter === limiter && r.load === load && r.inFlight === inFlight)?.perSecond ?? Number.NaN
+      return `| ${limiter} | \`${call}\` | ${load} | ${rate(cell(1))} | ${rate(cell(100))} |`
+    }),
+    '',
+    `The server's own ceiling: \`redis-benchmark\` sending \`EVALSHA\` of lua/sliding-window.lua with redisStore's`,
+    `arguments (one key, limit ${LIMIT.toExponential(0)}, window ${WINDOW_MS} ms, cost 1, a random member, 'consume'):`,
+    '',
+    '| redis-benchmark | clients | requests | EVALSHA/s |',
+    '|---|---|---|---|',
+    ...benchmark.map(
+      (b) =>
+        `| ${b.pipeline === 1 ? 'unpipelined' : `-P ${b.pipeline}`} | ${b.clients} | ${rate(b.requests)} | ${rate(b.perSecond)} |`,
+    ),
+    '',
+  ].join('\n')
+  return {
+    title: 'Decisions per second: each limiter’s Redis call, and the server’s ceiling',
+    markdown,
+    data: { settings: { warmMs, durationMs, benchmarkRequests, limit: LIMIT, windowMs: WINDOW_MS }, rows, benchmark },
+  }
+}

@@ -1,0 +1,86 @@
+// The bench parts at a tiny size: each runs to the end and returns data of the shape its results are written
+// from. Nothing is written to bench/results, and no figure is checked: only that it is there and finite.
+import { expect } from 'chai'
+import { type AccuracyRow, accuracy } from '../../bench/accuracy.js'
+import { failure } from '../../bench/failure.js'
+import { LIMITERS } from '../../bench/limiter-servers.js'
+import { local } from '../../bench/local.js'
+import { memory } from '../../bench/memory.js'
+
+const expectFinite = (value: unknown, what: string) =>
+  expect(Number.isFinite(value), `${what}: ${value}`).to.equal(true)
+
+function expectRows(rows: readonly AccuracyRow[], scenario: string) {
+  expect(rows.map((r) => r.limiter)).to.deep.equal(LIMITERS.map((l) => l.id))
+  for (const row of rows) {
+    for (const field of [
+      'sent',
+      'admitted',
+      'maxInWindow',
+      'ratio',
+      'roundTripLowerBound',
+      'maxInWindowHandler',
+    ] as const)
+      expectFinite(row[field], `${scenario} ${row.limiter} ${field}`)
+    expect(row.sent, `${scenario} ${row.limiter}`).to.be.greaterThan(0)
+    expect(row.basis).to.be.a('string').and.not.equal('')
+  }
+}
+
+describe('bench parts at a tiny size', () => {
+  it('accuracy: a row per limiter in both scenarios, and the admissions chart', async function () {
+    this.timeout(50_000)
+    const result = await accuracy({ scale: 0.05, windowMs: 1_000 })
+    const data = result.data as { limit: number; windowMs: number; burst: AccuracyRow[]; fleet: AccuracyRow[] }
+    expect(data).to.include({ limit: 100, windowMs: 1_000 })
+    expectRows(data.burst, 'burst')
+    expectRows(data.fleet, 'fleet')
+    expect(result.charts?.admissions).to.match(/^<svg [\s\S]*<\/svg>\n$/)
+    for (const { name } of LIMITERS) expect(result.markdown).to.include(name)
+  })
+
+  it('memory: our algorithms and every peer at a limit of 100', async function () {
+    this.timeout(30_000)
+    const { data } = await memory({ limits: [100] })
+    const { rows, peers, admission } = data as {
+      rows: { limit: number; slidingLogBytes: number; bucketedBytes: number }[]
+      peers: { name: string; limit: number; keys: string[]; bytes: number; perAdmitted: number }[]
+      admission: { buckets: number; ratio: number }[]
+    }
+    expect(rows.map((r) => r.limit)).to.deep.equal([100])
+    for (const row of rows) for (const value of Object.values(row)) expectFinite(value, 'rows')
+    expect(peers).to.have.length(4)
+    for (const peer of peers) {
+      expect(peer.limit).to.equal(100)
+      expect(peer.keys, peer.name).to.not.be.empty
+      expect(peer.bytes, peer.name).to.be.greaterThan(0)
+      expectFinite(peer.perAdmitted, peer.name)
+    }
+    expect(admission.map((a) => a.buckets)).to.deep.equal([60, 10])
+    for (const a of admission) expectFinite(a.ratio, 'admission')
+  })
+
+  it('local: a row per load', async function () {
+    this.timeout(30_000)
+    const { data } = await local({ durationMs: 300 })
+    const rows = data as Record<string, unknown>[]
+    expect(rows).to.have.length(4)
+    for (const row of rows) {
+      expect(row.load).to.be.a('string')
+      for (const [name, value] of Object.entries(row)) if (name !== 'load') expectFinite(value, `${row.load} ${name}`)
+    }
+  })
+
+  it('failure: both faults, with their latencies and recovery', async function () {
+    this.timeout(30_000)
+    const { data } = await failure({ warmupMs: 200, faultMs: 1_200 })
+    const results = data as Record<string, unknown>[]
+    expect(results.map((r) => r.kind)).to.deep.equal(['kill', 'freeze'])
+    for (const r of results) {
+      for (const name of ['decisionsDuringFault', 'slowestMs', 'p50Ms', 'p99Ms', 'breakerOpenDecisionsPerSecond'])
+        expectFinite(r[name], `${r.kind} ${name}`)
+      expect(r.backToStoreMs === null || Number.isFinite(r.backToStoreMs), `${r.kind} backToStoreMs`).to.equal(true)
+      expect(r.stats).to.be.an('object')
+    }
+  })
+})
