@@ -12,6 +12,23 @@ export interface HeaderOptions {
 }
 
 const seconds = (ms: number) => Math.ceil(ms / 1000)
+/** Seconds until the decision changes for the client: its wait when denied, the window's reset when admitted. */
+const resetOf = (d: Decision) => seconds(d.allowed ? d.resetMs : d.retryAfterMs)
+const windowOf = (d: Decision, options: HeaderOptions) => seconds(options.windows.get(d.policy) ?? 0)
+const policyField = (d: Decision, options: HeaderOptions) => `${d.limit};w=${windowOf(d, options)}`
+const namedPolicyField = (d: Decision, options: HeaderOptions) => `"${d.policy}";q=${d.limit};w=${windowOf(d, options)}`
+const namedRateLimitField = (d: Decision) => `"${d.policy}";r=${d.remaining};t=${resetOf(d)}`
+
+/** One field per policy, comma-separated (no array for the usual single policy). */
+function list(
+  all: readonly Decision[],
+  options: HeaderOptions,
+  field: (d: Decision, options: HeaderOptions) => string,
+) {
+  let value = field(all[0] as Decision, options)
+  for (let i = 1; i < all.length; i++) value += `, ${field(all[i] as Decision, options)}`
+  return value
+}
 
 /**
  * The response headers for a decision, as a plain record with lower-case names, computed once here so every
@@ -24,25 +41,21 @@ export function rateLimitHeaders(decision: Decision, options: HeaderOptions): Re
   if (decision.source === 'open') return headers
 
   const all = decision.policies ?? [decision]
-  // Seconds until the decision changes for the client: its wait when denied, the window's reset when admitted.
-  const reset = (d: Decision) => seconds(d.allowed ? d.resetMs : d.retryAfterMs)
-  const windowOf = (d: Decision) => seconds(options.windows.get(d.policy) ?? 0)
-
   switch (options.standard) {
     case 'draft-6':
       headers['ratelimit-limit'] = String(decision.limit)
       headers['ratelimit-remaining'] = String(decision.remaining)
-      headers['ratelimit-reset'] = String(reset(decision))
-      headers['ratelimit-policy'] = all.map((d) => `${d.limit};w=${windowOf(d)}`).join(', ')
+      headers['ratelimit-reset'] = String(resetOf(decision))
+      headers['ratelimit-policy'] = list(all, options, policyField)
       break
     case 'draft-7':
-      headers.ratelimit = `limit=${decision.limit}, remaining=${decision.remaining}, reset=${reset(decision)}`
-      headers['ratelimit-policy'] = all.map((d) => `${d.limit};w=${windowOf(d)}`).join(', ')
+      headers.ratelimit = `limit=${decision.limit}, remaining=${decision.remaining}, reset=${resetOf(decision)}`
+      headers['ratelimit-policy'] = list(all, options, policyField)
       break
     case 'draft-8':
       // Structured-field lists; policy names are tokens of [A-Za-z0-9._-], safe inside sf-strings.
-      headers['ratelimit-policy'] = all.map((d) => `"${d.policy}";q=${d.limit};w=${windowOf(d)}`).join(', ')
-      headers.ratelimit = all.map((d) => `"${d.policy}";r=${d.remaining};t=${reset(d)}`).join(', ')
+      headers['ratelimit-policy'] = list(all, options, namedPolicyField)
+      headers.ratelimit = list(all, options, namedRateLimitField)
       break
     case false:
       break

@@ -139,19 +139,31 @@ export function createHttpLimiter<Req extends object>(
   const counted = new WeakSet<Req>()
   let warnedProxy = false
 
-  async function denialBody(req: Req, decision: Decision): Promise<ResponseBody> {
-    if (message === undefined) return quotaExceededBody(decision, statusCode)
-    return customBody(typeof message === 'function' ? await message(req, decision) : message)
+  // The default denial depends only on the policies denied and the whole seconds to wait: a request denied
+  // again in the same second gets the body (and its byte length) made for the first.
+  const denials = new Map<string, SizedBody>()
+  function defaultDenial(decision: Decision): SizedBody {
+    const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
+    const denied = decision.policies?.filter((d) => !d.allowed).map((d) => d.policy) ?? ''
+    const id = `${retryAfter} ${decision.policy} ${denied}`
+    let body = denials.get(id)
+    if (!body) {
+      if (denials.size >= 1_000) denials.clear()
+      body = sized(quotaExceededBody(decision, statusCode))
+      denials.set(id, body)
+    }
+    return body
   }
 
-  function respond(status: number, headers: Record<string, string>, { contentType, body }: ResponseBody): HttpOutcome {
-    const length = String(Buffer.byteLength(body))
-    return {
-      action: 'respond',
-      status,
-      headers: { ...headers, 'content-type': contentType, 'content-length': length },
-      body,
-    }
+  async function customDenial(req: Req, decision: Decision): Promise<SizedBody> {
+    return sized(customBody(typeof message === 'function' ? await message(req, decision) : message))
+  }
+
+  /** A response: the headers are the caller's fresh record, completed here. */
+  function respond(status: number, headers: Record<string, string>, { contentType, body, length }: SizedBody) {
+    headers['content-type'] = contentType
+    headers['content-length'] = length
+    return { action: 'respond', status, headers, body } as const
   }
 
   return {
@@ -182,17 +194,22 @@ export function createHttpLimiter<Req extends object>(
       } catch (error) {
         if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
         const retryAfter = String(Math.max(1, Math.ceil((error as StoreError).retryAfterMs / 1000)))
-        return respond(503, { 'retry-after': retryAfter }, storeUnavailableBody())
+        return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE)
       }
       const headers = rateLimitHeaders(decision, headerOptions)
       if (decision.allowed) return { action: 'next', headers }
       if (onLimited) await onLimited(req, decision)
-      return respond(statusCode, headers, await denialBody(req, decision))
+      const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
+      return respond(statusCode, headers, body)
     },
   }
 }
 
 const STANDARDS = ['draft-6', 'draft-7', 'draft-8'] as const
+
+type SizedBody = ResponseBody & { readonly length: string }
+const sized = (body: ResponseBody): SizedBody => ({ ...body, length: String(Buffer.byteLength(body.body)) })
+const STORE_UNAVAILABLE = sized(storeUnavailableBody())
 
 /** `GET /users/:id` for a matched pattern (HEAD counts as the GET it is served by), else the shared bucket. */
 function defaultRoute(info: RequestInfo): string {

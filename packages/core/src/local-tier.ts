@@ -61,9 +61,9 @@ export interface LocalTier {
 }
 
 const MAX_LEASE_SHARE = 0.1
-// An 'auto' lease only for a key expected to use at least this many units within the lease's life: a
-// smaller one saves little, and its unused units cost a second round trip to return.
-const MIN_AUTO_LEASE = 8
+// An 'auto' lease only for a key with at least this many units asked for in the last moments: one call
+// says nothing of a rate, and a lease that a cold key cannot use costs a second round trip to return.
+const MIN_RECENT_UNITS = 2
 // Rates are averaged over about this long, so a lease follows the traffic of the last moments.
 const RATE_HORIZON_MS = 250
 
@@ -179,9 +179,8 @@ export function createLocalTier(
       // A key the store denied lately is saturated: take a whole share at once, for as long as this
       // process needs to use it (within bounds: a lease's life delays its units' return to the window).
       const saturated = now() - entry.deniedAt < RATE_HORIZON_MS
-      const expected = perMs * config.leaseTtlMs
-      if (!saturated && expected < MIN_AUTO_LEASE) return undefined
-      const size = saturated ? cap : Math.min(Math.ceil(expected), cap)
+      if (!saturated && entry.units < MIN_RECENT_UNITS) return undefined
+      const size = saturated ? cap : Math.min(Math.ceil(perMs * config.leaseTtlMs), cap)
       const ttlMs = saturated
         ? Math.min(config.maxLeaseTtlMs, Math.max(config.leaseTtlMs, Math.ceil(size / perMs)))
         : config.leaseTtlMs
