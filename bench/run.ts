@@ -1,5 +1,6 @@
-// `pnpm bench [part...]`: runs every part, or the ones named. Each part starts its own redis-server on a
-// free port of 127.0.0.1 and writes JSON, Markdown and any SVG charts to bench/results/.
+// `pnpm bench [part...]`: builds the packages, then runs every part, or the ones named, on the built code that
+// users run. Each part starts its own redis-server on a free port of 127.0.0.1 and writes JSON, Markdown and
+// any SVG charts to bench/results/.
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
 import { join } from 'node:path'

@@ -28,7 +28,7 @@ export function recordingStore(store: Store): { store: Store; admissions: number
     }),
     ...(store.release && { release: store.release.bind(store) }),
     ...(store.isConnected && { isConnected: store.isConnected.bind(store) }),
-    ...(store.breaker && { breaker: store.breaker }),
+    ...(store.breakers && { breakers: store.breakers }),
   }
   return { admissions, store: wrapped }
 }

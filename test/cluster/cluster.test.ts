@@ -31,6 +31,14 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     describeStoreConformance('redisStore on a Cluster', () => redisStore(client, { prefix: uniquePrefix() }))
   })
 
+  it('computes every key’s slot as the cluster does (CLUSTER KEYSLOT), hash tags, unicode and braces included', async () => {
+    const keys = ['plain', 'a:{tenant}:b', 'a:{}:b', '{}', '{a}{b}', 'x{y', 'é:{ünï}', '{%u00E9}', 'p:n:{😀}:r']
+    for (let i = 0; i < 40; i++) keys.push(`fleetlimit:policy-${i}:{tenant-${i * 7919}}:GET%20/x`)
+    for (const key of keys) {
+      expect(keySlot(key), key).to.equal(Number(await client.cluster('KEYSLOT', key)))
+    }
+  })
+
   it('spreads tenants over every master and keeps each tenant’s keys in one slot', async () => {
     const prefix = uniquePrefix()
     const limiter = createRateLimiter({
@@ -155,6 +163,11 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     const failClosed = createRateLimiter({ ...policy, store: redisStore(client, { prefix: uniquePrefix() }) })
     const tenant = 'hot'
     const dying = await cluster.masterOf(keySlot(`{${tenant}}`))
+    // A tenant on another master: its breaker is that master's, so it keeps store decisions throughout.
+    let j = 0
+    while ((await cluster.masterOf(keySlot(`{other-${j}}`))).id === dying.id) j++
+    const other = `other-${j}`
+    const otherSources = new Set<string>()
     const replicaLine = (await cluster.cli('cluster', 'nodes')).split('\n').find((l) => l.includes(`slave ${dying.id}`))
     const replicaId = replicaLine?.split(' ')[0]
     expect(replicaId, 'the hot key’s master has a replica').to.be.a('string')
@@ -173,6 +186,8 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
       while (running) {
         const decision = await failOpen.consume(tenant).catch((e: unknown) => thrown.push(e))
         await failClosed.consume(tenant).catch((e: unknown) => killed && closedFailures.push(e))
+        const otherDecision = await failOpen.consume(other)
+        if (killed) otherSources.add(otherDecision.source)
         if (killed && typeof decision === 'object') {
           sources.push(decision.source)
           if (decision.source === 'fallback' && decision.allowed) fallbackAdmitted++
@@ -199,6 +214,8 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
       new Set(['fallback']),
     )
     expect(fallbackAdmitted, 'under the strict per-process fallback limit').to.be.within(1, 50)
+    expect([...otherSources], 'a tenant on a live master: the store decided throughout').to.deep.equal(['store'])
+    expect(failOpen.stats().breakerOpenings, 'the dead master’s breaker opened').to.be.at.least(1)
     expect(closedFailures.length, 'failing closed: the other limiter refused with StoreErrors').to.be.greaterThan(0)
     for (const failure of closedFailures) expect(failure).to.be.instanceOf(StoreError)
     expect(failOpen.stats().degraded).to.equal(sources.filter((s) => s !== 'store').length)

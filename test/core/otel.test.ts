@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  createCircuitBreaker,
+  createBreakerSet,
   createRateLimiter,
   definePolicy,
   isFleetlimitError,
@@ -206,8 +206,9 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
   it('reports the breaker state: 0 closed, 2 open, 1 half-open; no longer observed once detached', async () => {
     const { reader, meter } = metered()
     let now = 0
-    const breaker = createCircuitBreaker({ failureThreshold: 1, cooldownMs: 1_000 }, () => now)
-    const limiter = createRateLimiter({ store: { ...memoryStore(), breaker }, name: 'api', limit: 5, window: '1s' })
+    const breakers = createBreakerSet({ failureThreshold: 1, cooldownMs: 1_000 }, undefined, () => now)
+    const breaker = breakers.for('')
+    const limiter = createRateLimiter({ store: { ...memoryStore(), breakers }, name: 'api', limit: 5, window: '1s' })
     const detach = instrumentLimiter(limiter, { meter })
     const state = async () => (await collect(reader))['fleetlimit.breaker.state']
     expect(await state()).to.deep.equal({ api: 0 })

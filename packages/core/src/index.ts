@@ -1,7 +1,9 @@
 export {
+  type BreakerSet,
   type BreakerState,
   type CircuitBreaker,
   type CircuitBreakerOptions,
+  createBreakerSet,
   createCircuitBreaker,
 } from './circuit-breaker.js'
 export type { Decision, DecisionSource } from './decision.js'

@@ -124,12 +124,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const logger = options.logger ?? console
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
-  const { breaker } = store
-  const openingsAtStart = breaker?.openings ?? 0
+  const { breakers } = store
+  const openingsAtStart = breakers?.openings ?? 0
   const events = createEmitter<LimiterEvents>((event) => {
     // Breaker events are forwarded only once someone listens, so idle limiters hold no subscription.
-    if (event === 'breakerOpen') breaker?.on('open', () => events.emit('breakerOpen'))
-    if (event === 'breakerClose') breaker?.on('close', () => events.emit('breakerClose'))
+    if (event === 'breakerOpen') breakers?.on('open', () => events.emit('breakerOpen'))
+    if (event === 'breakerClose') breakers?.on('close', () => events.emit('breakerClose'))
   })
   const mode = failClosed
     ? 'failing closed'
@@ -182,8 +182,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return decision
   }
 
-  /** Asks the store, unless its breaker is open or its client disconnected; bounded by the deadline. */
-  async function ask<T>(call: () => Promise<T>): Promise<T> {
+  /** Asks the store, unless the key's breaker is open or the client disconnected; bounded by the deadline. */
+  async function ask<T>(key: string, call: () => Promise<T>): Promise<T> {
+    const breaker = breakers?.for(key)
     if (breaker && !breaker.tryAcquire()) throw new ShortCircuit('the circuit breaker is open')
     if (store.isConnected?.() === false) {
       breaker?.failure()
@@ -213,14 +214,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   }
 
   /** Counts a failed store call, tells the listeners and, once an outage, the logger; returns the error to throw. */
-  function storeFailure(error: unknown): StoreError {
+  function storeFailure(error: unknown, key: string): StoreError {
     const kind =
       error instanceof ShortCircuit ? 'short-circuit' : error instanceof DeadlineExceeded ? 'timeout' : 'error'
     if (kind === 'short-circuit') counters.shortCircuits++
     else counters.storeErrors++
     if (kind === 'timeout') counters.timeouts++
     const reason = (error instanceof Error ? error.message : String(error)).replace(/^fleetlimit: /, '')
-    const retryAfterMs = breaker?.msUntilProbe() || 1_000
+    const retryAfterMs = breakers?.for(key).msUntilProbe() || 1_000
     const failure = new StoreError(`the store failed a decision for policy "${first.name}": ${reason}`, {
       cause: error,
       retryAfterMs,
@@ -232,7 +233,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   }
 
   async function degrade(keys: readonly string[], cost: number, error: unknown): Promise<Decision> {
-    const failure = storeFailure(error)
+    const failure = storeFailure(error, keys[0] as string)
     if (failClosed) throw failure
     counters.degraded++
     const withFallback = policies.flatMap((p, i) => (p.fallback ? [{ policy: p, key: keys[i] as string }] : []))
@@ -288,7 +289,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   }
 
   async function consume(keys: readonly string[], cost: number): Promise<Decision> {
-    const results = await ask(() => store.consume(requestsOf(keys, cost)))
+    const results = await ask(keys[0] as string, () => store.consume(requestsOf(keys, cost)))
     return combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy)))
   }
 
@@ -302,7 +303,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   ): Promise<Decision> {
     const { limit, window: windowMs } = first
     const request = { key, limit, windowMs, want: size, min: cost, waitFor: size, ttlMs }
-    const result = await ask(() => (store.lease as NonNullable<Store['lease']>)(request))
+    const result = await ask(key, () => (store.lease as NonNullable<Store['lease']>)(request))
     const { granted } = result.lease
     if (granted === 0) return toDecision(result, 'store', first)
     tier?.addLease(id, key, result, ttlMs, sentAt, cost)
@@ -321,7 +322,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     policy: first,
     policies,
     get breakerState() {
-      return breaker?.state
+      return breakers?.state
     },
     async consume(key, options) {
       const cost = resolveCost(options, ['cost'])
@@ -342,8 +343,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return acquireInQueue(keys.join(' '), keys, cost, maxWaitMs, signal)
     },
     async peek(key) {
-      const results = await ask(() => store.peek(requestsOf(keysOf(key), 1))).catch((error: unknown) => {
-        throw storeFailure(error)
+      const keys = keysOf(key)
+      const results = await ask(keys[0] as string, () => store.peek(requestsOf(keys, 1))).catch((error: unknown) => {
+        throw storeFailure(error, keys[0] as string)
       })
       return combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy)))
     },
@@ -352,7 +354,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       tier?.forget(keys.join(' '))
       await Promise.all(keys.flatMap((storeKey) => [store.reset(storeKey), fallback?.reset(storeKey)]))
     },
-    stats: () => ({ ...counters, breakerOpenings: (breaker?.openings ?? 0) - openingsAtStart }),
+    stats: () => ({ ...counters, breakerOpenings: (breakers?.openings ?? 0) - openingsAtStart }),
     on: events.on,
   }
 }

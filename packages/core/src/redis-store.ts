@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { type CircuitBreakerOptions, createCircuitBreaker } from './circuit-breaker.js'
+import type { Cluster } from 'ioredis'
+import { type CircuitBreakerOptions, createBreakerSet } from './circuit-breaker.js'
+import { clusterSlot } from './cluster-slot.js'
 import { OptionError, StoreError } from './errors.js'
 import { checkOptionNames } from './options.js'
 import { createScriptRunner, type ScriptClient } from './script-runner.js'
@@ -21,7 +23,7 @@ import {
 export interface RedisStoreOptions {
   /** The first part of every key. Default 'fleetlimit'. */
   prefix?: string
-  /** When to stop calling a failing Redis, and when to probe it again. */
+  /** When to stop calling a failing Redis (on a Cluster: a failing master), and when to probe it again. */
   breaker?: CircuitBreakerOptions
 }
 
@@ -45,7 +47,12 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     throw new OptionError('redisStore.prefix', prefix, '1 to 64 characters with no whitespace and no `{` or `}`')
   }
 
-  const breaker = createCircuitBreaker(options.breaker)
+  // On a Cluster, one breaker per master, found from the key's slot in ioredis's own slot map.
+  const cluster = (client as { isCluster?: boolean }).isCluster ? (client as Cluster) : undefined
+  const breakers = createBreakerSet(
+    options.breaker,
+    cluster ? (key) => cluster.slots[clusterSlot(`${prefix}:${key}`)]?.[0] ?? '' : undefined,
+  )
   const runner = createScriptRunner(client)
   // Members must be unique across the fleet: a random tag per store, then a counter.
   const tag = randomBytes(8).toString('base64url')
@@ -99,7 +106,7 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     },
     // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
     isConnected: () => !DISCONNECTED.has(client.status),
-    breaker,
+    breakers,
   }
 }
 

@@ -1,4 +1,4 @@
-import type { CircuitBreaker } from './circuit-breaker.js'
+import type { BreakerSet } from './circuit-breaker.js'
 
 /** The brand (and interface version) of a fleetlimit store. */
 export const STORE = Symbol.for('fleetlimit.store.v1')
@@ -71,8 +71,8 @@ export interface Store {
   release?(key: string, lease: Lease, units: number): Promise<void>
   /** For a remote store: false while its connection is down, so that limiters do not send at all. */
   isConnected?(): boolean
-  /** For a remote store: the circuit breaker that every limiter on this store shares. */
-  readonly breaker?: CircuitBreaker
+  /** For a remote store: the circuit breakers (one per server) that every limiter on this store shares. */
+  readonly breakers?: BreakerSet
 }
 
 export function isStore(value: unknown): value is Store {
