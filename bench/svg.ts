@@ -45,7 +45,13 @@ const COLOURS = [
 const colour = (i: number) => COLOURS[i % COLOURS.length] as string
 
 const HEIGHT = 420
-const PLOT = { left: 70, right: 570, top: 44, bottom: HEIGHT - 56 }
+interface Plot {
+  readonly left: number
+  readonly right: number
+  readonly top: number
+  readonly bottom: number
+}
+const PLOT: Plot = { left: 70, right: 570, top: 44, bottom: HEIGHT - 56 }
 
 function escapeXml(text: string): string {
   return text.replace(
@@ -80,12 +86,12 @@ function text(x: number, y: number, content: string, attrs = ''): string {
 }
 
 /** The plot, then a legend column as wide as its longest name (about 7 px a character at 12 px). */
-function frame(title: string, names: readonly string[], body: string[]): string {
-  const width = PLOT.right + 50 + 7 * Math.max(0, ...names.map((n) => n.length))
+function frame(title: string, names: readonly string[], body: string[], plot = PLOT): string {
+  const width = plot.right + 50 + 7 * Math.max(0, ...names.map((n) => n.length))
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${HEIGHT}" viewBox="0 0 ${width} ${HEIGHT}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${HEIGHT}" fill="#fff"/>`,
-    text(PLOT.left + (PLOT.right - PLOT.left) / 2, 24, title, 'text-anchor="middle" font-size="15" font-weight="bold"'),
+    text(plot.left + (plot.right - plot.left) / 2, 24, title, 'text-anchor="middle" font-size="15" font-weight="bold"'),
     ...body,
     '</svg>',
     '',
@@ -93,35 +99,35 @@ function frame(title: string, names: readonly string[], body: string[]): string 
 }
 
 /** The y axis, its grid and label, and the horizontal lines; returns the scale too. */
-function yAxis(yTicks: number[], yLabel: string, hLines: readonly HLine[]) {
+function yAxis(yTicks: number[], yLabel: string, hLines: readonly HLine[], plot = PLOT) {
   const lo = yTicks[0] as number
   const hi = yTicks[yTicks.length - 1] as number
-  const y = (v: number) => PLOT.bottom - ((v - lo) / (hi - lo || 1)) * (PLOT.bottom - PLOT.top)
+  const y = (v: number) => plot.bottom - ((v - lo) / (hi - lo || 1)) * (plot.bottom - plot.top)
   const body = yTicks.flatMap((t) => [
-    `<line x1="${PLOT.left}" x2="${PLOT.right}" y1="${y(t).toFixed(1)}" y2="${y(t).toFixed(1)}" stroke="#e6e6e6"/>`,
-    text(PLOT.left - 6, y(t) + 4, formatNumber(t), 'text-anchor="end"'),
+    `<line x1="${plot.left}" x2="${plot.right}" y1="${y(t).toFixed(1)}" y2="${y(t).toFixed(1)}" stroke="#e6e6e6"/>`,
+    text(plot.left - 6, y(t) + 4, formatNumber(t), 'text-anchor="end"'),
   ])
   body.push(
     text(
       16,
-      (PLOT.top + PLOT.bottom) / 2,
+      (plot.top + plot.bottom) / 2,
       yLabel,
-      `text-anchor="middle" transform="rotate(-90 16 ${(PLOT.top + PLOT.bottom) / 2})"`,
+      `text-anchor="middle" transform="rotate(-90 16 ${(plot.top + plot.bottom) / 2})"`,
     ),
-    `<line x1="${PLOT.left}" x2="${PLOT.left}" y1="${PLOT.top}" y2="${PLOT.bottom}" stroke="#333"/>`,
-    `<line x1="${PLOT.left}" x2="${PLOT.right}" y1="${PLOT.bottom}" y2="${PLOT.bottom}" stroke="#333"/>`,
+    `<line x1="${plot.left}" x2="${plot.left}" y1="${plot.top}" y2="${plot.bottom}" stroke="#333"/>`,
+    `<line x1="${plot.left}" x2="${plot.right}" y1="${plot.bottom}" y2="${plot.bottom}" stroke="#333"/>`,
   )
   const lines = hLines.flatMap((h) => [
-    `<line x1="${PLOT.left}" x2="${PLOT.right}" y1="${y(h.y).toFixed(1)}" y2="${y(h.y).toFixed(1)}" stroke="#333" stroke-dasharray="6 4"/>`,
-    text(PLOT.right - 4, y(h.y) - 5, h.label, 'text-anchor="end" fill="#333"'),
+    `<line x1="${plot.left}" x2="${plot.right}" y1="${y(h.y).toFixed(1)}" y2="${y(h.y).toFixed(1)}" stroke="#333" stroke-dasharray="6 4"/>`,
+    text(plot.right - 4, y(h.y) - 5, h.label, 'text-anchor="end" fill="#333"'),
   ])
   return { y, body, lines }
 }
 
-function legend(names: readonly string[], swatch: (i: number) => string): string[] {
-  const x = PLOT.right + 20
+function legend(names: readonly string[], swatch: (i: number) => string, plot = PLOT): string[] {
+  const x = plot.right + 20
   return names.flatMap((name, i) => {
-    const top = PLOT.top + i * 20
+    const top = plot.top + i * 20
     const filled = swatch(i)
       .replace(/\{x\}/g, String(x))
       .replace(/\{x2\}/g, String(x + 16))
@@ -173,38 +179,44 @@ export function lineChart(spec: LineChartSpec): string {
 export function barChart(spec: BarChartSpec): string {
   const names = [...new Set(spec.groups.flatMap((g) => g.bars.map((b) => b.name)))]
   const values = spec.groups.flatMap((g) => g.bars.flatMap((b) => [b.value, b.low ?? b.value, b.high ?? b.value]))
+  // Every bar as wide as in the fullest group, with room for its two-decimal label.
+  const slots = Math.max(1, ...spec.groups.map((g) => g.bars.length))
+  const barWidth = 24
+  const groupWidth = (slots * barWidth) / 0.8
+  const plot = { ...PLOT, right: PLOT.left + Math.max(500, spec.groups.length * groupWidth) }
   // Headroom over the tallest bar for its value label.
   const top = Math.max(...values, ...(spec.hLines ?? []).map((h) => h.y)) * 1.08
-  const axis = yAxis(yRange([...values, top]), spec.yLabel, spec.hLines ?? [])
-  const groupWidth = (PLOT.right - PLOT.left) / Math.max(spec.groups.length, 1)
+  const axis = yAxis(yRange([...values, top]), spec.yLabel, spec.hLines ?? [], plot)
   const body = [...axis.body]
   spec.groups.forEach((group, g) => {
-    const left = PLOT.left + g * groupWidth
-    const barWidth = (groupWidth * 0.8) / Math.max(group.bars.length, 1)
-    body.push(text(left + groupWidth / 2, PLOT.bottom + 16, group.name, 'text-anchor="middle"'))
+    const left = plot.left + g * groupWidth
+    // The group's name on two lines: its first word, then the rest.
+    const [first = '', ...rest] = group.name.split(' ')
+    body.push(text(left + groupWidth / 2, plot.bottom + 16, first, 'text-anchor="middle"'))
+    body.push(text(left + groupWidth / 2, plot.bottom + 30, rest.join(' '), 'text-anchor="middle"'))
+    const start = left + (groupWidth - group.bars.length * barWidth) / 2
     group.bars.forEach((bar, b) => {
-      const bx = left + groupWidth * 0.1 + b * barWidth
+      const bx = start + b * barWidth
       const top = axis.y(Math.max(bar.value, 0))
       const base = axis.y(Math.min(bar.value, 0))
       const fill = colour(names.indexOf(bar.name))
       const mid = bx + barWidth / 2
       body.push(
-        `<rect x="${(bx + 1).toFixed(1)}" y="${top.toFixed(1)}" width="${Math.max(barWidth - 2, 1).toFixed(1)}" height="${(base - top).toFixed(1)}" fill="${fill}"/>`,
+        `<rect x="${(bx + 1).toFixed(1)}" y="${top.toFixed(1)}" width="${barWidth - 2}" height="${(base - top).toFixed(1)}" fill="${fill}"/>`,
       )
       if (bar.low !== undefined && bar.high !== undefined) {
         const [yl, yh] = [axis.y(bar.low), axis.y(bar.high)]
-        const w = Math.min(barWidth / 4, 6)
         body.push(
-          `<path d="M${mid.toFixed(1)} ${yl.toFixed(1)}V${yh.toFixed(1)}M${(mid - w).toFixed(1)} ${yl.toFixed(1)}h${2 * w}M${(mid - w).toFixed(1)} ${yh.toFixed(1)}h${2 * w}" stroke="#222" fill="none"/>`,
+          `<path d="M${mid.toFixed(1)} ${yl.toFixed(1)}V${yh.toFixed(1)}M${(mid - 4).toFixed(1)} ${yl.toFixed(1)}h8M${(mid - 4).toFixed(1)} ${yh.toFixed(1)}h8" stroke="#222" fill="none"/>`,
         )
       }
       const labelY = Math.min(top, bar.high === undefined ? top : axis.y(bar.high)) - 4
-      body.push(text(mid, labelY, formatNumber(bar.value), 'text-anchor="middle" font-size="10"'))
+      body.push(text(mid, labelY, bar.value.toFixed(2), 'text-anchor="middle" font-size="9"'))
     })
   })
   body.push(
     ...axis.lines,
-    ...legend(names, (i) => `<rect x="{x}" y="{y}" width="16" height="12" fill="${colour(i)}"/>`),
+    ...legend(names, (i) => `<rect x="{x}" y="{y}" width="16" height="12" fill="${colour(i)}"/>`, plot),
   )
-  return frame(spec.title, names, body)
+  return frame(spec.title, names, body, plot)
 }
