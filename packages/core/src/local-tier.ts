@@ -9,7 +9,7 @@ export interface LocalOptions {
   denyCache?: boolean | { size?: number }
   /**
    * Reserve several units of a hot key per store call and admit from them locally: 'auto' sizes each lease
-   * from this process's recent rate (at most a tenth of the limit); a number fixes the size. Default: off.
+   * from this process's recent rate (at most a tenth of the limit, and 1 000 units); a number fixes the size. Default: off.
    */
   lease?: 'auto' | number | false
   /** How long a lease's units may be used. Default: a fiftieth of the window, from 5 ms to 1 s. */
@@ -61,6 +61,9 @@ export interface LocalTier {
 }
 
 const MAX_LEASE_SHARE = 0.1
+// Each leased unit is a member of the key's sorted set until it leaves the window: an 'auto' lease stays small
+// enough to cost Redis little time and memory (1 000 members, about 100 KB), whatever the rate.
+const MAX_AUTO_LEASE = 1_000
 // An 'auto' lease only for a key with at least this many units asked for in the last moments: one call
 // says nothing of a rate, and a lease that a cold key cannot use costs a second round trip to return.
 const MIN_RECENT_UNITS = 2
@@ -175,7 +178,7 @@ export function createLocalTier(
       const entry = rates.get(id)
       if (!entry) return undefined
       const perMs = entry.units / RATE_HORIZON_MS
-      const cap = Math.max(1, Math.floor(limit * MAX_LEASE_SHARE))
+      const cap = Math.max(1, Math.min(MAX_AUTO_LEASE, Math.floor(limit * MAX_LEASE_SHARE)))
       // A key the store denied lately is saturated: take a whole share at once, for as long as this
       // process needs to use it (within bounds: a lease's life delays its units' return to the window).
       const saturated = now() - entry.deniedAt < RATE_HORIZON_MS
