@@ -7,8 +7,10 @@ import { isIPv4, isIPv6 } from 'node:net'
  */
 export function ipTenant(ip: string | undefined, subnet = 56): string {
   if (!ip) return 'unknown-ip'
-  const address = ip.split('%')[0] as string
+  const address = ip.includes('%') ? (ip.split('%')[0] as string) : ip
   if (isIPv4(address)) return address
+  // Dual-stack servers report IPv4 clients as ::ffff:a.b.c.d: the common case, without expanding it.
+  if (address.startsWith('::ffff:') && isIPv4(address.slice(7))) return address.slice(7)
   if (!isIPv6(address)) return ip
   const hextets = expandIPv6(address)
   if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff) {

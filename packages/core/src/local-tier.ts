@@ -147,8 +147,13 @@ export function createLocalTier(
       if (config.lease !== 'auto') return
       const at = now()
       const previous = rates.get(id)
-      const units = previous ? previous.units * Math.exp(-(at - previous.at) / RATE_HORIZON_MS) + cost : cost
-      touch(rates, id, { units, at, deniedAt: previous?.deniedAt ?? Number.NEGATIVE_INFINITY }, bound)
+      if (!previous) {
+        touch(rates, id, { units: cost, at, deniedAt: Number.NEGATIVE_INFINITY }, bound)
+        return
+      }
+      // Updated in place: the map's order is then first-seen, so a bounded map drops its oldest keys first.
+      previous.units = previous.units * Math.exp(-(at - previous.at) / RATE_HORIZON_MS) + cost
+      previous.at = at
     },
     tryLocal(id, cost) {
       const at = now()
