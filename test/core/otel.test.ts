@@ -12,9 +12,7 @@ import {
 import { instrumentLimiter } from '@fleetlimit/core/otel'
 import { DataPointType, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
-import { defaultClient } from '../failure/faults.js'
-import { type RedisServer, startRedisServer } from '../support/redis-server.js'
+import { serverPerTest } from '../failure/faults.js'
 
 /** A reader that exports only when the test collects. */
 class TestReader extends MetricReader {
@@ -52,24 +50,13 @@ const silent = { warn() {} }
 describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
   describe('on a redis-server the test starts, and stops', function () {
     this.timeout(30_000)
-    let server: RedisServer
-    let client: Redis
-
-    beforeEach(async () => {
-      server = await startRedisServer()
-      client = await defaultClient(server.url)
-    })
-    afterEach(async () => {
-      server.thaw()
-      client.disconnect()
-      await server.stop()
-    })
+    const redis = serverPerTest()
 
     it('counts a scripted sequence exactly: store and deny-cache decisions, an error, a timeout, then an outage', async () => {
       const { reader, meter } = metered()
       const breaker = { failureThreshold: 3, cooldownMs: 60_000 }
       const api = createRateLimiter({
-        store: redisStore(client, { breaker }),
+        store: redisStore(redis.client, { breaker }),
         name: 'api',
         limit: 3,
         window: '1m',
@@ -79,7 +66,7 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
         logger: silent,
       })
       const search = createRateLimiter({
-        store: redisStore(client, { breaker }),
+        store: redisStore(redis.client, { breaker }),
         name: 'search',
         limit: 10,
         window: '1m',
@@ -110,16 +97,16 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
       expect(await sources(search, 'tenant-a', 2)).to.deep.equal(['allowed store', 'allowed store'])
 
       // An error reply (a key of the wrong type), then a missed deadline (a frozen server): each sent, each failed.
-      await client.set('fleetlimit:api:{tenant-b}', 'not a sorted set')
+      await redis.client.set('fleetlimit:api:{tenant-b}', 'not a sorted set')
       expect(await sources(api, 'tenant-b', 1)).to.deep.equal(['allowed fallback'])
-      server.freeze()
+      redis.server.freeze()
       expect(await sources(api, 'tenant-c', 1)).to.deep.equal(['allowed fallback'])
-      server.thaw()
+      redis.server.thaw()
 
       // The outage: once the client knows, nothing is sent; the third consecutive failure opens api's breaker.
       // Not events.once: it would reject on the 'error' (ECONNRESET) that comes first.
-      const closed = new Promise((resolve) => client.once('close', resolve))
-      await server.stop()
+      const closed = new Promise((resolve) => redis.client.once('close', resolve))
+      await redis.server.stop()
       await closed
       expect(await sources(api, 'tenant-c', 2)).to.deep.equal(['denied fallback', 'denied fallback'])
       expect(await sources(search, 'tenant-a', 1)).to.deep.equal(['allowed open'])

@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import type { Decision, RateLimiter } from '@fleetlimit/core'
 import { Redis } from 'ioredis'
+import { type RedisServer, startRedisServer } from '../support/redis-server.js'
 
 /** What a batch of decisions did: the decisions made, the errors thrown, and the slowest one, in ms. */
 export interface Batch {
@@ -59,3 +60,21 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
  * figures are measured by bench/, not asserted here.
  */
 export const boundMs = (timeoutMs: number) => timeoutMs + 400
+
+/**
+ * A redis-server of its own and a default client for each test of the calling suite (mocha hooks), thawed and
+ * stopped after it: read them as `redis.server` and `redis.client`; a test may replace the server (a restart).
+ */
+export function serverPerTest(): { server: RedisServer; client: Redis } {
+  const current = {} as { server: RedisServer; client: Redis }
+  beforeEach(async () => {
+    current.server = await startRedisServer()
+    current.client = await defaultClient(current.server.url)
+  })
+  afterEach(async () => {
+    current.server.thaw()
+    current.client.disconnect()
+    await current.server.stop()
+  })
+  return current
+}

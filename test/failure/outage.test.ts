@@ -1,39 +1,27 @@
 import { createRateLimiter, isFleetlimitError, type RateLimiter, redisStore, type StoreError } from '@fleetlimit/core'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
 import sinon from 'sinon'
 import { maxInWindow } from '../../examples/demo/recording-store.js'
-import { type RedisServer, startRedisServer } from '../support/redis-server.js'
-import { boundMs, countEvents, decideMany, defaultClient, nextReady, sleep } from './faults.js'
+import { startRedisServer } from '../support/redis-server.js'
+import { boundMs, countEvents, decideMany, defaultClient, nextReady, serverPerTest, sleep } from './faults.js'
 
 const TIMEOUT_MS = 100
 const COOLDOWN_MS = 300
 
 describe('real faults on a redis-server the test starts', function () {
   this.timeout(60_000)
-  let server: RedisServer
-  let client: Redis
-
-  beforeEach(async () => {
-    server = await startRedisServer()
-    client = await defaultClient(server.url)
-  })
-  afterEach(async () => {
-    server.thaw()
-    client.disconnect()
-    await server.stop()
-  })
+  const redis = serverPerTest()
 
   const limiterOn = (options: object = {}) => {
     const logger = { warn: sinon.fake(), info: sinon.fake() }
-    const store = redisStore(client, { breaker: { failureThreshold: 3, cooldownMs: COOLDOWN_MS } })
+    const store = redisStore(redis.client, { breaker: { failureThreshold: 3, cooldownMs: COOLDOWN_MS } })
     const limiter = createRateLimiter({ store, limit: 1_000, window: '10s', timeoutMs: TIMEOUT_MS, logger, ...options })
     return { limiter, logger, events: countEvents(limiter) }
   }
 
   /** After the outage: the server is back; the store decides again within one probe interval of the reconnect. */
   async function expectRecovery(limiter: RateLimiter) {
-    await nextReady(client)
+    await nextReady(redis.client)
     await sleep(COOLDOWN_MS)
     const decision = await limiter.consume('tenant')
     expect(decision.source).to.equal('store')
@@ -42,7 +30,7 @@ describe('real faults on a redis-server the test starts', function () {
   it('outage (kill -9), failing closed: every decision fails fast with the coded error, then short-circuits, then recovers', async () => {
     const { limiter, logger, events } = limiterOn()
     expect((await decideMany(limiter, 20)).errors).to.have.length(0)
-    await server.stop()
+    await redis.server.stop()
 
     const outage = await decideMany(limiter, 60)
     expect(outage.decisions).to.have.length(0)
@@ -59,8 +47,8 @@ describe('real faults on a redis-server the test starts', function () {
     expect(during.shortCircuits - before.shortCircuits).to.equal(200)
     expect((open.errors[0] as StoreError).retryAfterMs).to.be.within(1, COOLDOWN_MS)
 
-    const restarted = startRedisServer([], { port: server.port })
-    server = await restarted
+    const restarted = startRedisServer([], { port: redis.server.port })
+    redis.server = await restarted
     await expectRecovery(limiter)
 
     const stats = limiter.stats()
@@ -83,7 +71,7 @@ describe('real faults on a redis-server the test starts', function () {
       onStoreError: 'fail-open',
       fallback: { limit: 3 },
     })
-    await server.stop()
+    await redis.server.stop()
     const admitted: number[] = []
     const until = performance.now() + 1_600
     while (performance.now() < until) {
@@ -103,7 +91,7 @@ describe('real faults on a redis-server the test starts', function () {
 
   it('outage, failing open without a fallback: admitted as "open", with no invented numbers', async () => {
     const { limiter } = limiterOn({ onStoreError: 'fail-open' })
-    await server.stop()
+    await redis.server.stop()
     const { decisions } = await decideMany(limiter, 20)
     expect(decisions.every((d) => d.allowed && d.source === 'open')).to.equal(true)
   })
@@ -111,7 +99,7 @@ describe('real faults on a redis-server the test starts', function () {
   it('hang (SIGSTOP): decisions time out within the deadline, the breaker opens, and SIGCONT recovers', async () => {
     const { limiter, events } = limiterOn()
     await decideMany(limiter, 10)
-    server.freeze()
+    redis.server.freeze()
     const hung = await decideMany(limiter, 40)
     expect(hung.errors).to.have.length(40)
     expect(hung.slowestMs, 'no decision waits for the frozen server').to.be.below(boundMs(TIMEOUT_MS))
@@ -119,7 +107,7 @@ describe('real faults on a redis-server the test starts', function () {
     expect(stats.timeouts).to.be.at.least(3)
     expect(stats.timeouts).to.equal(stats.storeErrors)
     expect(stats.breakerOpenings).to.equal(1)
-    server.thaw()
+    redis.server.thaw()
     await sleep(COOLDOWN_MS)
     expect((await limiter.consume('tenant')).source).to.equal('store')
     expect(events.breakerClose).to.equal(1)
@@ -128,15 +116,15 @@ describe('real faults on a redis-server the test starts', function () {
   it('lost scripts: SCRIPT FLUSH, and a restart with an empty script cache, cost no error', async () => {
     const { limiter } = limiterOn()
     await decideMany(limiter, 5)
-    await client.script('FLUSH')
+    await redis.client.script('FLUSH')
     const afterFlush = await decideMany(limiter, 20)
     expect(afterFlush.errors).to.have.length(0)
     expect(afterFlush.decisions.every((d) => d.source === 'store')).to.equal(true)
 
     // A restart: once the client is back, the first call meets NOSCRIPT and is answered by EVAL.
-    await server.stop()
-    const ready = nextReady(client)
-    server = await startRedisServer([], { port: server.port })
+    await redis.server.stop()
+    const ready = nextReady(redis.client)
+    redis.server = await startRedisServer([], { port: redis.server.port })
     await ready
     const storeErrors = limiter.stats().storeErrors
     const afterRestart = await limiter.consume('tenant')
@@ -146,13 +134,13 @@ describe('real faults on a redis-server the test starts', function () {
 
   it('error replies (a key of the wrong type, a read-only replica) are store errors, counted', async () => {
     const { limiter, events } = limiterOn({ name: 'api', onStoreError: 'fail-open', fallback: { limit: 5 } })
-    await client.set('fleetlimit:api:{tenant}', 'not a sorted set')
+    await redis.client.set('fleetlimit:api:{tenant}', 'not a sorted set')
     const wrongType = await decideMany(limiter, 2, 1)
     expect(wrongType.decisions.map((d) => d.source)).to.deep.equal(['fallback', 'fallback'])
     expect(limiter.stats()).to.include({ storeErrors: 2, timeouts: 0, degraded: 2 })
     expect(events.storeError).to.equal(2)
 
-    const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(server.port)])
+    const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(redis.server.port)])
     const replicaClient = await defaultClient(replica.url)
     try {
       const onReplica = createRateLimiter({
