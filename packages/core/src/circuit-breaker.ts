@@ -28,13 +28,20 @@ export interface CircuitBreaker {
   on(event: 'open' | 'close', listener: () => void): () => void
 }
 
+/** Validates breaker options once, with their defaults filled in. */
+function resolveBreakerOptions(options: CircuitBreakerOptions): Required<CircuitBreakerOptions> {
+  checkOptionNames(options, 'breaker', ['failureThreshold', 'cooldownMs'])
+  return {
+    failureThreshold: checkInteger(options.failureThreshold ?? 5, 'breaker.failureThreshold', 1, 1_000),
+    cooldownMs: checkInteger(options.cooldownMs ?? 1_000, 'breaker.cooldownMs', 1, 600_000),
+  }
+}
+
 export function createCircuitBreaker(
   options: CircuitBreakerOptions = {},
   clock = () => performance.now(),
 ): CircuitBreaker {
-  checkOptionNames(options, 'breaker', ['failureThreshold', 'cooldownMs'])
-  const failureThreshold = checkInteger(options.failureThreshold ?? 5, 'breaker.failureThreshold', 1, 1_000)
-  const cooldownMs = checkInteger(options.cooldownMs ?? 1_000, 'breaker.cooldownMs', 1, 600_000)
+  const { failureThreshold, cooldownMs } = resolveBreakerOptions(options)
 
   let state: BreakerState = 'closed'
   let failures = 0
@@ -108,16 +115,16 @@ export function createBreakerSet(
   serverOf: (key: string) => string = () => '',
   clock = () => performance.now(),
 ): BreakerSet {
-  createCircuitBreaker(options, clock) // validates the options at construction
+  const resolved = resolveBreakerOptions(options)
   const breakers = new Map<string, { breaker: CircuitBreaker; usedAt: number }>()
   const listeners = { open: new Set<() => void>(), close: new Set<() => void>() }
-  const recently = () => clock() - Math.max(10_000, 2 * (options.cooldownMs ?? 1_000))
+  const recently = () => clock() - Math.max(10_000, 2 * resolved.cooldownMs)
   return {
     for(key) {
       const server = serverOf(key)
       let entry = breakers.get(server)
       if (!entry) {
-        const breaker = createCircuitBreaker(options, clock)
+        const breaker = createCircuitBreaker(resolved, clock)
         for (const event of ['open', 'close'] as const) {
           breaker.on(event, () => {
             for (const listener of listeners[event]) listener()

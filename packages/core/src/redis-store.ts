@@ -51,7 +51,8 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
   const cluster = (client as { isCluster?: boolean }).isCluster ? (client as Cluster) : undefined
   const breakers = createBreakerSet(
     options.breaker,
-    cluster ? (key) => cluster.slots[clusterSlot(`${prefix}:${key}`)]?.[0] ?? '' : undefined,
+    // The slot is the tenant's hash tag's, so the prefix (which holds no brace) needs no prepending.
+    cluster ? (key) => cluster.slots[clusterSlot(key)]?.[0] ?? '' : undefined,
   )
   const runner = createScriptRunner(client)
   // Members must be unique across the fleet: a random tag per store, then a counter.
