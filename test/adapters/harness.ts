@@ -21,8 +21,8 @@ export interface Exchange {
 export type SharedOptions = Omit<HttpRateLimitOptions<never>, 'limit' | 'window' | 'policy' | 'policies' | 'limiter'>
 
 /**
- * One app, the same on every framework: GET /users/:id, GET /search, and a router mounted under /api with
- * GET /api/items/:id, each answering {"ok":true}. `route` limits every route (per-route middleware, or
+ * One app, the same on every framework: GET /users/:id, GET /search, a router mounted under /api with
+ * GET /api/items/:id, and one mounted under a pattern with GET /users/:uid/posts, each answering {"ok":true}. `route` limits every route (per-route middleware, or
  * Fastify's `config.rateLimit`); `app` limits the whole app (app.use, or the plugin's own policy).
  */
 export interface AppSpec {
@@ -80,6 +80,9 @@ function expressFlavour(name: string, express: typeof express5): Flavour {
       if (spec.sameMiddlewareTwice && appLimit) router.use(appLimit)
       router.get('/items/:id', ...limit(), ok)
       app.use('/api', router)
+      const users = express.Router()
+      users.get('/posts', ...limit(), ok)
+      app.use('/users/:uid', users)
       return supertestApp(app)
     },
   }
@@ -105,7 +108,9 @@ function koaFlavour(name: string, Koa: typeof Koa3): Flavour {
       const api = new Router({ prefix: '/api' })
       if (spec.sameMiddlewareTwice && appLimit) api.use(appLimit)
       api.get('/items/:id', ...limit(), ok)
-      app.use(router.routes()).use(router.allowedMethods()).use(api.routes())
+      const users = new Router({ prefix: '/users/:uid' })
+      users.get('/posts', ...limit(), ok)
+      app.use(router.routes()).use(router.allowedMethods()).use(api.routes()).use(users.routes())
       return supertestApp(app.callback())
     },
   }
@@ -127,6 +132,12 @@ const fastifyFlavour: Flavour = {
         api.get('/items/:id', config, async () => ({ ok: true }))
       },
       { prefix: '/api' },
+    )
+    await app.register(
+      async (users) => {
+        users.get('/posts', config, async () => ({ ok: true }))
+      },
+      { prefix: '/users/:uid' },
     )
     await app.ready()
     return {

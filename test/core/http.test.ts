@@ -4,13 +4,16 @@ import {
   definePolicy,
   ipTenant,
   isFleetlimitError,
+  type Logger,
   memoryStore,
   type OptionError,
+  type RequestInfo,
   rateLimitHeaders,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
+import sinon from 'sinon'
 
-const framework = { name: 'Test', trustProxyHint: 'Trust it' }
+const framework = { name: 'Test', trustProxyHint: 'Trust it', trustAllHint: 'Trust fewer' }
 
 describe('ipTenant', () => {
   it('keeps IPv4, maps IPv4-mapped IPv6 to IPv4, and groups IPv6 by prefix', () => {
@@ -84,4 +87,76 @@ describe('adapter options are validated at construction', () => {
       expect((error as OptionError).option).to.equal(option)
     })
   }
+})
+
+describe('one-time warnings about the client address', () => {
+  const direct: RequestInfo = {
+    ip: '203.0.113.9',
+    method: 'GET',
+    routePattern: '/x',
+    forwardedFor: false,
+    trustProxy: 'none',
+    peerAddress: '203.0.113.9',
+  }
+  const setup = (options: object = {}) => {
+    const logger: Logger = { warn: sinon.fake() }
+    const http = createHttpLimiter({ store: memoryStore(), limit: 100, window: '1m', logger, ...options }, framework)
+    const said = () => (logger.warn as sinon.SinonSpy).getCalls().map((call) => String(call.args[0]))
+    return { http, said, send: (info: Partial<RequestInfo>) => http.handle({}, { ...direct, ...info }) }
+  }
+
+  it('none for a direct client', async () => {
+    const { send, said } = setup()
+    for (let i = 0; i < 3; i++) await send({})
+    expect(said()).to.deep.equal([])
+  })
+
+  it('trusting every proxy: once, naming the spoofing and what to set instead', async () => {
+    const { send, said } = setup()
+    for (let i = 0; i < 3; i++) await send({ trustProxy: 'all', forwardedFor: i > 0, ip: `10.0.0.${i}` })
+    expect(said()).to.have.length(1)
+    expect(said()[0]).to.match(/^fleetlimit: Test trusts X-Forwarded-For from any peer/)
+    expect(said()[0]).to.include('spoof X-Forwarded-For').and.include('Trust fewer')
+  })
+
+  it('a peer sending X-Forwarded-For that the framework does not list as a proxy: once, with the hint', async () => {
+    const { send, said } = setup()
+    const proxied = { trustProxy: 'some', forwardedFor: true, ip: '10.0.0.1', peerAddress: '10.0.0.1' } as const
+    for (let i = 0; i < 3; i++) await send(proxied)
+    await send({ ...proxied, ip: '198.51.100.1' })
+    expect(said()).to.have.length(1)
+    expect(said()[0]).to.include('"10.0.0.1"').and.include('does not trust as a proxy').and.include('Trust it')
+  })
+
+  it('a client address that is not an IP: once, quoted and escaped, and short', async () => {
+    const { send, said } = setup()
+    await send({ ip: `evil\nfleetlimit: forged line ${'x'.repeat(1_000)}` })
+    await send({ ip: 'also-not-an-ip' })
+    expect(said()).to.have.length(1)
+    expect(said()[0]).to.include('not an IP address').and.include('"evil\\nfleetlimit: forged line')
+    expect(said()[0]).not.to.include('\n')
+    expect(said()[0]?.length).to.be.below(500)
+  })
+
+  it('an address with a port is an address: no warning, and one window for every port', async () => {
+    const { send, said } = setup({ limit: 2 })
+    const decisions = []
+    for (let port = 1; port <= 4; port++) decisions.push(await send({ ip: `1.2.3.4:${port}` }))
+    expect(decisions.map((d) => d.action)).to.deep.equal(['next', 'next', 'respond', 'respond'])
+    expect(said()).to.deep.equal([])
+  })
+
+  it('none of these when tenant(req) decides who is limited', async () => {
+    const { send, said } = setup({ tenant: () => 'account-1' })
+    await send({ trustProxy: 'all', forwardedFor: true, ip: 'not-an-ip' })
+    expect(said()).to.deep.equal([])
+  })
+
+  it('limiters sharing one set of warnings warn once for all', async () => {
+    const logger: Logger = { warn: sinon.fake() }
+    const warned = new Set<string>()
+    const make = () => createHttpLimiter({ limit: 5, window: '1m', logger }, framework, warned)
+    for (const http of [make(), make()]) await http.handle({}, { ...direct, trustProxy: 'all' })
+    expect((logger.warn as sinon.SinonSpy).callCount).to.equal(1)
+  })
 })

@@ -1,7 +1,7 @@
 import type { Decision } from './decision.js'
 import { isFleetlimitError, OptionError, type StoreError } from './errors.js'
 import { type HeaderStandard, rateLimitHeaders } from './headers.js'
-import { ipTenant } from './ip.js'
+import { addressTenant, ipTenant } from './ip.js'
 import { createRateLimiter, type Logger, type RateLimiter } from './limiter.js'
 import type { LocalOptions } from './local-tier.js'
 import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
@@ -54,8 +54,16 @@ export interface RequestInfo {
   readonly method: string
   /** The matched route pattern, such as `/users/:id`, or undefined when none matched (yet). */
   readonly routePattern: string | undefined
-  /** The request carries X-Forwarded-For but the framework is not set to trust a proxy. */
-  readonly untrustedForwardedFor: boolean
+  /** The request carries an X-Forwarded-For header. */
+  readonly forwardedFor: boolean
+  /**
+   * Whom the framework lets set the client address through X-Forwarded-For: `'none'` (the address is the
+   * peer's), `'some'` (listed proxies: addresses, hop counts, a function) or `'all'` (any peer, so every
+   * client can write its own address).
+   */
+  readonly trustProxy: 'none' | 'some' | 'all'
+  /** The address of the connection's other end: the proxy's, behind one. */
+  readonly peerAddress: string | undefined
 }
 
 /** What the adapter does: continue with these headers set, or answer with this response. */
@@ -74,9 +82,11 @@ export interface HttpLimiter<Req extends object> {
 }
 
 export interface FrameworkInfo {
-  /** The framework's name and how to make it trust a proxy, for the X-Forwarded-For warning. */
+  /** The framework's name and how to make it trust a proxy, for the X-Forwarded-For warnings. */
   readonly name: string
   readonly trustProxyHint: string
+  /** What to set instead of trusting every proxy. */
+  readonly trustAllHint: string
 }
 
 const ADAPTER_OPTION_NAMES = [
@@ -110,6 +120,8 @@ const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze
 export function createHttpLimiter<Req extends object>(
   options: HttpRateLimitOptions<Req>,
   framework: FrameworkInfo,
+  /** The one-time warnings already given: one set shared by an adapter's limiters warns once for all. */
+  warned: Set<string> = new Set(),
 ): HttpLimiter<Req> {
   checkOptionNames(options, 'rateLimit', ADAPTER_OPTION_NAMES)
   const limiter = resolveLimiter(options)
@@ -137,7 +149,60 @@ export function createHttpLimiter<Req extends object>(
     windows: new Map(limiter.policies.map((p) => [p.name, p.window])),
   }
   const counted = new WeakSet<Req>()
-  let warnedProxy = false
+
+  /** The message is made only when given: these checks run on every request. */
+  function warnOnce(kind: string, message: () => string): void {
+    if (warned.has(kind)) return
+    warned.add(kind)
+    logger.warn(`fleetlimit: ${message()}`)
+  }
+
+  /** Trust-proxy set-ups that put clients in the wrong bucket: only the default tenant depends on them. */
+  function checkProxy(info: RequestInfo): void {
+    const { name, trustProxyHint } = framework
+    if (info.trustProxy === 'all') {
+      warnOnce(
+        'trust-all',
+        () =>
+          `${name} trusts X-Forwarded-For from any peer, so any client can spoof X-Forwarded-For to pick its own ` +
+          `address and escape its limit. ${framework.trustAllHint} (or pass tenant(req)).`,
+      )
+    } else if (!info.forwardedFor) {
+      return
+    } else if (info.trustProxy === 'none') {
+      warnOnce(
+        'untrusted',
+        () =>
+          `a request carries X-Forwarded-For but ${name} does not trust a proxy, so every client behind the ` +
+          `proxy shares one limit. ${trustProxyHint}, or pass tenant(req).`,
+      )
+    } else if (info.ip !== undefined && info.ip === info.peerAddress) {
+      // Set to trust some proxy, yet the client address is the peer's own: this peer is not one it trusts.
+      const peer = info.ip
+      warnOnce(
+        'untrusted-peer',
+        () =>
+          `a request carries X-Forwarded-For from ${shown(peer)}, which ${name} does not trust as a proxy, so ` +
+          `that address is the client. If it is your proxy, every client behind it shares one limit. ` +
+          `${trustProxyHint}, or pass tenant(req).`,
+      )
+    }
+  }
+
+  /** The default tenant: the client address, grouped; a value that is not an address is kept, and said once. */
+  function ipTenantOf({ ip }: RequestInfo): string {
+    if (!ip) return ipTenant(ip)
+    const tenant = addressTenant(ip, ipv6Subnet)
+    if (tenant !== undefined) return tenant
+    warnOnce(
+      'not-an-ip',
+      () =>
+        `the client address ${shown(ip)} that ${framework.name} reports is not an IP address, so it is the ` +
+        `tenant as it is, and a client that can vary it escapes its limit. Check what your proxy sends in ` +
+        `X-Forwarded-For and which proxies ${framework.name} trusts, or pass tenant(req).`,
+    )
+    return ip
+  }
 
   // The default denial depends only on the policies denied and the whole seconds to wait: a request denied
   // again in the same second gets the body (and its byte length) made for the first.
@@ -173,14 +238,8 @@ export function createHttpLimiter<Req extends object>(
       if (counted.has(req)) return NEXT
       counted.add(req)
       if (skip && (await skip(req))) return NEXT
-      if (info.untrustedForwardedFor && !warnedProxy && !tenantOf) {
-        warnedProxy = true
-        logger.warn(
-          `fleetlimit: a request carries X-Forwarded-For but ${framework.name} does not trust a proxy, so every ` +
-            `client behind the proxy shares one limit. ${framework.trustProxyHint}, or pass tenant(req).`,
-        )
-      }
-      const tenant = tenantOf ? await tenantOf(req) : ipTenant(info.ip, ipv6Subnet)
+      if (!tenantOf) checkProxy(info)
+      const tenant = tenantOf ? await tenantOf(req) : ipTenantOf(info)
       if (typeof tenant !== 'string') throw new OptionError('tenant(req)', tenant, 'a string')
       const route = routeOf ? routeOf(req) : defaultRoute(info)
       const cost = costOf ? await costOf(req) : undefined
@@ -206,6 +265,9 @@ export function createHttpLimiter<Req extends object>(
 }
 
 const STANDARDS = ['draft-6', 'draft-7', 'draft-8'] as const
+
+/** A request's value in a log line: quoted and escaped (no forged lines), and short. */
+const shown = (value: string) => JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value)
 
 type SizedBody = ResponseBody & { readonly length: string }
 const sized = (body: ResponseBody): SizedBody => ({ ...body, length: String(Buffer.byteLength(body.body)) })

@@ -1,24 +1,35 @@
 import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core'
 import type { Request, RequestHandler } from 'express'
+import { createRoutePatterns } from './route-pattern.js'
 
 export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>
 
-const EXPRESS = { name: 'Express', trustProxyHint: "Set app.set('trust proxy', …) to your proxy hops or addresses" }
-
-function describe(req: Request): RequestInfo {
-  // req.route is set once a route matched: in per-route middleware, not in app.use() before routing.
-  const route = req.route as { path?: unknown } | undefined
-  return {
-    ip: req.ip ?? req.socket.remoteAddress,
-    method: req.method,
-    routePattern: route?.path === undefined ? undefined : `${req.baseUrl}${String(route.path)}`,
-    untrustedForwardedFor: req.headers['x-forwarded-for'] !== undefined && !req.app.get('trust proxy'),
-  }
+const EXPRESS = {
+  name: 'Express',
+  trustProxyHint: "Set app.set('trust proxy', …) to your proxy hops or addresses",
+  trustAllHint:
+    "Set app.set('trust proxy', …) to the number of proxies in front of the app or to their addresses, not true",
 }
 
 /** Express middleware: `app.use(rateLimit({ store, limit: 100, window: '1m' }))`, or per route. */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   const http = createHttpLimiter<Request>(options, EXPRESS)
+  // A route(req) of the user's own replaces the pattern: no need to work it out then.
+  const routePattern = options.route === undefined ? createRoutePatterns() : () => undefined
+
+  function describe(req: Request): RequestInfo {
+    const peerAddress = req.socket.remoteAddress
+    const trust: unknown = req.app.get('trust proxy')
+    return {
+      ip: req.ip ?? peerAddress,
+      method: req.method,
+      routePattern: routePattern(req),
+      forwardedFor: req.headers['x-forwarded-for'] !== undefined,
+      trustProxy: trust === true ? 'all' : trust ? 'some' : 'none',
+      peerAddress,
+    }
+  }
+
   return (req, res, next) => {
     http.handle(req, describe(req)).then((outcome) => {
       if (outcome.action === 'next') {

@@ -23,36 +23,80 @@ declare module 'fastify' {
 /** The plugin's options; without a limit, only routes with `config.rateLimit` are limited. */
 export type FastifyRateLimitOptions = HttpRateLimitOptions<FastifyRequest>
 
-const FASTIFY = { name: 'Fastify', trustProxyHint: 'Pass trustProxy to fastify() for your proxy hops or addresses' }
+const FASTIFY = {
+  name: 'Fastify',
+  // Recent Fastify 5 releases ignore a hop count (trustProxy: 1 trusts no one), so the hints name addresses.
+  trustProxyHint:
+    "Pass trustProxy to fastify() with your proxies' addresses or CIDR ranges ('10.0.0.1', ['10.0.0.0/8']) " +
+    'or a function of (address, hop): recent Fastify 5 releases ignore a hop count such as trustProxy: 1',
+  trustAllHint:
+    "Pass trustProxy your proxies' addresses or CIDR ranges ('10.0.0.1', ['10.0.0.0/8']) or a function of " +
+    '(address, hop), not true',
+}
 
-/** `perRoute`: the route has its own policy, so its pattern keys it; the plugin's policy counts across routes. */
-function describe(request: FastifyRequest, perRoute: boolean): RequestInfo {
-  return {
-    ip: request.ip,
-    method: request.method,
-    routePattern: perRoute ? request.routeOptions.url : undefined,
-    // request.ips is only set when trustProxy is on.
-    untrustedForwardedFor: request.headers['x-forwarded-for'] !== undefined && request.ips === undefined,
+/** The documentation addresses of a made-up chain of proxies that no real trustProxy setting lists. */
+const PROBE_HOPS = Array.from({ length: 31 }, (_, i) => `198.51.100.${i + 1}`)
+const PROBE = { socket: { remoteAddress: '203.0.113.1' }, headers: { 'x-forwarded-for': PROBE_HOPS.join(', ') } }
+
+/**
+ * Whether trustProxy trusts any peer (`true`, or a function that does): Fastify does not expose the setting, so
+ * its own `ips` getter is asked about the made-up chain. Trusting all of it means trusting every peer.
+ */
+function trustsAnyPeer(request: FastifyRequest): boolean {
+  try {
+    const ips: unknown = Reflect.get(request, 'ips', { raw: PROBE })
+    return Array.isArray(ips) && ips.length === PROBE_HOPS.length + 1
+  } catch {
+    return false // another Fastify's getter: no warning rather than a failed request
   }
 }
 
 const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
-  const global = hasLimitSource(options) ? createHttpLimiter<FastifyRequest>(options, FASTIFY) : undefined
+  // One set of one-time warnings for the plugin's own policy and every route's.
+  const warned = new Set<string>()
+  const global = hasLimitSource(options) ? createHttpLimiter<FastifyRequest>(options, FASTIFY, warned) : undefined
   // Route policies share the plugin's other options (store, headers, tenant, …), built once per policy object.
   const shared = withoutLimitSource(options)
   const perRoute = new Map<RouteRateLimit, HttpLimiter<FastifyRequest>>()
+  let trustsAll: boolean | undefined
 
+  function routeLimiter(config: Policy | PolicyOptions | readonly (Policy | PolicyOptions)[]) {
+    let http = perRoute.get(config)
+    if (!http) {
+      const policy = Array.isArray(config) ? { policies: config } : { policy: config as Policy | PolicyOptions }
+      http = createHttpLimiter<FastifyRequest>({ ...shared, ...policy }, FASTIFY, warned)
+      perRoute.set(config, http)
+    }
+    return http
+  }
+
+  /** `perRoute`: the route has its own policy, so its pattern keys it; the plugin's policy counts across routes. */
+  function describe(request: FastifyRequest, perRoute: boolean): RequestInfo {
+    const peerAddress = request.socket.remoteAddress
+    // request.ips is only set when trustProxy is on; the setting is the same for every request.
+    const trusted = request.ips !== undefined
+    if (trusted && trustsAll === undefined) trustsAll = trustsAnyPeer(request)
+    return {
+      ip: request.ip,
+      method: request.method,
+      routePattern: perRoute ? request.routeOptions.url : undefined,
+      forwardedFor: request.headers['x-forwarded-for'] !== undefined,
+      trustProxy: !trusted ? 'none' : trustsAll ? 'all' : 'some',
+      peerAddress,
+    }
+  }
+
+  // Validates a route's policy when it is declared; routes declared before the plugin loaded (its onRoute hook
+  // missed them, yet its onRequest hook applies to them) get their limiter on their first request instead.
   fastify.addHook('onRoute', (route) => {
     const config = route.config?.rateLimit
-    if (config === undefined || config === false || perRoute.has(config)) return
-    const policy = Array.isArray(config) ? { policies: config } : { policy: config as Policy | PolicyOptions }
-    perRoute.set(config, createHttpLimiter<FastifyRequest>({ ...shared, ...policy }, FASTIFY))
+    if (config !== undefined && config !== false) routeLimiter(config)
   })
 
   fastify.addHook('onRequest', async (request, reply) => {
     const config = request.routeOptions.config.rateLimit
     if (config === false) return
-    const http = config === undefined ? global : perRoute.get(config)
+    const http = config === undefined ? global : routeLimiter(config)
     if (!http) return
     const outcome = await http.handle(request, describe(request, config !== undefined))
     reply.headers(outcome.headers)

@@ -3,7 +3,11 @@ import type { Context, Middleware } from 'koa'
 
 export type KoaRateLimitOptions = HttpRateLimitOptions<Context>
 
-const KOA = { name: 'Koa', trustProxyHint: 'Set app.proxy = true (and app.maxIpsCount) behind your proxy' }
+const KOA = {
+  name: 'Koa',
+  trustProxyHint: 'Set app.proxy = true and app.maxIpsCount to the number of proxies in front of the app',
+  trustAllHint: 'Set app.maxIpsCount to the number of proxies in front of the app',
+}
 
 interface RouterLayer {
   readonly path: unknown
@@ -21,11 +25,15 @@ function matchedRoute(ctx: Context): string | undefined {
 }
 
 function describe(ctx: Context): RequestInfo {
+  const peerAddress = ctx.req.socket.remoteAddress
   return {
-    ip: ctx.ip || ctx.req.socket.remoteAddress,
+    ip: ctx.ip || peerAddress,
     method: ctx.method,
     routePattern: matchedRoute(ctx),
-    untrustedForwardedFor: ctx.get('x-forwarded-for') !== '' && !ctx.app.proxy,
+    forwardedFor: ctx.get(ctx.app.proxyIpHeader || 'x-forwarded-for') !== '',
+    // Without maxIpsCount, Koa takes the first X-Forwarded-For entry: whatever the client wrote there.
+    trustProxy: !ctx.app.proxy ? 'none' : ctx.app.maxIpsCount > 0 ? 'some' : 'all',
+    peerAddress,
   }
 }
 
