@@ -1,5 +1,5 @@
 import { BucketCounter } from './bucket-counter.js'
-import { OptionError } from './errors.js'
+import { describe, OptionError, StoreError } from './errors.js'
 import { checkInteger, checkOptionNames } from './options.js'
 import { SlidingLog } from './sliding-log.js'
 import {
@@ -15,51 +15,81 @@ import {
 export interface MemoryStoreOptions {
   /** The clock, in ms. Default: a monotonic clock. Inject one for tests. */
   clock?: () => number
-  /** How often, at most, idle keys are swept (on a later call; no timer runs). Default 10000 ms. */
+  /** How often, at most, a sweep of idle keys starts (it runs a slice at a time on later calls; no timer runs). Default 10000 ms. */
   sweepIntervalMs?: number
+  /**
+   * The most keys held at once. A call that would add a key beyond it is refused with a StoreError (the
+   * limiter then fails open or closed, per the policy); held keys keep working. Default 1 000 000: 0.3 to
+   * 0.4 GB of heap for keys of a few admissions each (README, memoryStore).
+   */
+  maxKeys?: number
 }
 
 export interface MemoryStore extends Store {
-  /** Keys held now, idle ones included until the next sweep. */
+  /** Keys held now, idle ones included until the sweep reaches them. */
   readonly size: number
-  /** Drops every key whose window holds nothing; returns how many were dropped. */
+  /** Drops every key whose window holds nothing, all at once; returns how many were dropped. */
   sweep(): number
   lease(request: LeaseRequest): Promise<LeaseResult>
   release(key: string, lease: Lease, units: number): Promise<void>
 }
 
-interface Entry {
-  readonly log: SlidingLog
-  /** Set instead of `log` use for the bucketed algorithm. */
-  readonly counter: BucketCounter | undefined
-  windowMs: number
-  buckets: number
-}
+/** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
+type Entry =
+  | { readonly log: SlidingLog; readonly counter?: never; windowMs: number }
+  | { readonly counter: BucketCounter; readonly log?: never; windowMs: number; buckets: number }
+
+/**
+ * Keys the automatic sweep visits per call. A call adds at most a few keys, so the sweep outpaces them a
+ * hundredfold, and no call pays for a million keys (about 70 µs per slice of live keys).
+ */
+export const SWEEP_VISITS_PER_CALL = 1_000
+
+// A record over every option, so that an option added without its runtime name fails to compile.
+const OPTION_NAMES = Object.keys({ clock: true, sweepIntervalMs: true, maxKeys: true } satisfies Record<
+  keyof MemoryStoreOptions,
+  true
+>)
 
 const monotonicNow = () => performance.timeOrigin + performance.now()
 
 /**
  * The embedded store: the same decisions as the Redis scripts, for one process. Memory stays bounded:
- * a key whose window is empty is dropped by a sweep that runs on a later call.
+ * at most `maxKeys` keys, and a key whose window is empty is dropped by a sweep that runs on later calls.
+ *
+ * @example
+ * const limiter = createRateLimiter({ store: memoryStore({ maxKeys: 100_000 }), limit: 100, window: '1m' })
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  checkOptionNames(options, 'memoryStore', ['clock', 'sweepIntervalMs'])
+  checkOptionNames(options, 'memoryStore', OPTION_NAMES)
   const clock = options.clock ?? monotonicNow
   if (typeof clock !== 'function') throw new OptionError('memoryStore.clock', clock, 'a function returning ms')
   const sweepIntervalMs = checkInteger(options.sweepIntervalMs ?? 10_000, 'memoryStore.sweepIntervalMs', 1, 86_400_000)
+  // A V8 Map holds at most 2^24 entries.
+  const maxKeys = checkInteger(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys', 1, 2 ** 24)
 
   const entries = new Map<string, Entry>()
   let lastSweep = clock()
+  // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
+  let cursor: Iterator<[string, Entry]> | undefined
 
-  function sweep(): number {
-    const now = clock()
-    lastSweep = now
+  const isIdle = (entry: Entry, now: number) =>
+    entry.counter
+      ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
+      : entry.log.used(now, entry.windowMs) === 0
+
+  /** Visits up to `visits` keys of the sweep in progress; returns how many it dropped. */
+  function sweepSome(now: number, visits: number): number {
+    cursor ??= entries.entries()
     let dropped = 0
-    for (const [key, entry] of entries) {
-      const empty = entry.counter
-        ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
-        : entry.log.used(now, entry.windowMs) === 0
-      if (empty) {
+    for (let i = 0; i < visits; i++) {
+      const next = cursor.next()
+      if (next.done) {
+        cursor = undefined
+        break
+      }
+      const [key, entry] = next.value
+      if (isIdle(entry, now)) {
         entries.delete(key)
         dropped++
       }
@@ -67,32 +97,79 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return dropped
   }
 
-  function entryOf(request: { readonly key: string; readonly windowMs: number; readonly buckets?: number }): Entry {
-    let entry = entries.get(request.key)
-    if (!entry) {
-      const counter = request.buckets === undefined ? undefined : new BucketCounter()
-      entry = { log: new SlidingLog(), counter, windowMs: request.windowMs, buckets: request.buckets ?? 0 }
-      entries.set(request.key, entry)
+  function sweep(): number {
+    const now = clock()
+    lastSweep = now
+    cursor = undefined
+    return sweepSome(now, Number.POSITIVE_INFINITY)
+  }
+
+  /** A slice of sweeping per call; a store near its cap sweeps without waiting for the interval. */
+  function housekeep(now: number, adding: number): void {
+    if (cursor === undefined && (now - lastSweep >= sweepIntervalMs || entries.size + adding > maxKeys)) {
+      lastSweep = now
+      cursor = entries.entries()
     }
-    entry.windowMs = request.windowMs
-    return entry
+    if (cursor !== undefined) sweepSome(now, SWEEP_VISITS_PER_CALL)
+  }
+
+  /**
+   * The entries for `requests`, created (when `create`) only once every request fits: a key of the other
+   * algorithm, or no room for a new key, rejects the call alone and changes nothing.
+   */
+  function entriesOf(requests: readonly (WindowRequest | LeaseRequest)[], create: boolean): Entry[] {
+    let missing = 0
+    for (const request of requests) {
+      const entry = entries.get(request.key)
+      if (entry === undefined) missing++
+      else if ((entry.counter !== undefined) !== ('buckets' in request && request.buckets !== undefined)) {
+        const held = entry.counter ? 'a bucketed' : 'a sliding-log'
+        throw new StoreError(
+          `key ${describe(request.key)} holds ${held} window; a call of the other algorithm cannot use it (give the policies different names)`,
+        )
+      }
+    }
+    if (create && missing > 0 && entries.size + missing > maxKeys) {
+      throw new StoreError(
+        `memory store full: it holds maxKeys (${maxKeys}) keys with live windows, so a new key is refused; raise maxKeys or use redisStore`,
+      )
+    }
+    return requests.map((request) => {
+      const buckets = 'buckets' in request ? request.buckets : undefined
+      let entry = entries.get(request.key)
+      if (entry === undefined) {
+        entry =
+          buckets === undefined
+            ? { log: new SlidingLog(), windowMs: request.windowMs }
+            : { counter: new BucketCounter(), windowMs: request.windowMs, buckets }
+        // A peek of an unknown key decides on a detached empty entry: it records nothing, so it needs no room.
+        if (create) entries.set(request.key, entry)
+      }
+      entry.windowMs = request.windowMs
+      if (entry.counter && buckets !== undefined) entry.buckets = buckets
+      return entry
+    })
   }
 
   /** All the windows admit together, or none records anything: the contract of the multi-key script. */
   function decide(requests: readonly WindowRequest[], record: boolean): WindowResult[] {
     const now = clock()
-    if (now - lastSweep >= sweepIntervalMs) sweep()
+    housekeep(now, requests.length)
     const [only] = requests
     if (requests.length === 1 && only?.buckets !== undefined) {
-      const { counter } = entryOf(only)
+      const { counter } = entriesOf(requests, record)[0] as Entry
       const result = (counter as BucketCounter).decide(now, only.limit, only.windowMs, only.buckets, only.cost, record)
       if (!result.allowed || !record) {
         if ((counter as BucketCounter).isEmpty(now, only.windowMs, only.buckets)) entries.delete(only.key)
       }
       return [result]
     }
-    const windows = requests.map((request) => {
-      const { log } = entryOf(request)
+    if (requests.some((request) => request.buckets !== undefined)) {
+      throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
+    }
+    const windows = entriesOf(requests, record).map((entry, i) => {
+      const request = requests[i] as WindowRequest
+      const log = entry.log as SlidingLog
       return { request, log, used: log.used(now, request.windowMs) }
     })
     const recorded = record && windows.every(({ request, used }) => used + request.cost <= request.limit)
@@ -108,7 +185,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   /** lua/lease.lua's model: units scored at the lease's expiry, so each use before it stays covered. */
   function lease(request: LeaseRequest): LeaseResult {
     const now = clock()
-    const { log } = entryOf(request)
+    housekeep(now, 1)
+    const log = (entriesOf([request], true)[0] as Entry).log as SlidingLog
     const used = log.used(now, request.windowMs)
     const available = request.limit - used
     if (available >= request.min) {
@@ -135,7 +213,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     consume: async (requests) => decide(requests, true),
     lease: async (request) => lease(request),
     release: async (key, { score }, units) => {
-      entries.get(key)?.log.remove(score, units)
+      // A key now of the other algorithm holds none of the lease's units: nothing to return.
+      entries.get(key)?.log?.remove(score, units)
     },
     peek: async (requests) => decide(requests, false),
     reset: async (key) => {

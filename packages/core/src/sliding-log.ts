@@ -1,58 +1,68 @@
 import type { WindowResult } from './store.js'
 
+// Above this many units dropped from the front, the running totals are rebased, so they stay exact
+// integers in a double whatever the traffic (a window holds at most a limit, 1e9, on top of it).
+const REBASE_AT = 2 ** 50
+
 /**
- * One key's sliding-window log in process memory: the admitted units' times (ms), oldest first.
- * It decides exactly as lua/sliding-window.lua does, on whatever clock the caller passes.
+ * One key's sliding-window log in process memory, run-length: one entry per admission time (ms), oldest
+ * first, with the running total of units through it. It decides exactly as lua/sliding-window.lua does,
+ * on whatever clock the caller passes, with work and memory per call that do not grow with the cost.
  */
 export class SlidingLog {
-  private times: number[] = []
+  /**
+   * Entry i is `[2i]` its time and `[2i + 1]` the units of entries 0..i, so the n-th oldest unit is a binary
+   * search away. Times ascend, one entry per distinct time. One array, not two: half the growth slack per key.
+   */
+  private log: number[] = []
+  /** Entries before it have left the window. */
   private head = 0
 
   /** Units inside the window ending at `now` (older ones are dropped). */
   used(now: number, windowMs: number): number {
     const edge = now - windowMs
-    const { times } = this
-    while (this.head < times.length && (times[this.head] as number) <= edge) this.head++
-    // Compact once the dead prefix dominates, so memory follows the live units.
-    if (this.head > 64 && this.head * 2 > times.length) {
-      this.times = times.slice(this.head)
-      this.head = 0
-    }
-    return this.times.length - this.head
+    const count = this.count()
+    while (this.head < count && this.time(this.head) <= edge) this.head++
+    // Compact once the dead prefix dominates, so memory follows the live entries.
+    if ((this.head > 64 && this.head * 2 > count) || this.base() > REBASE_AT) this.compact()
+    return this.end(this.count() - 1) - this.base()
   }
 
-  /** Records `cost` units at `now`. */
-  add(now: number, cost: number): void {
-    const { times } = this
-    let at = times.length
-    // A clock that stepped back (an injected one) still keeps the log sorted.
-    if (at > this.head && (times[at - 1] as number) > now) {
-      let low = this.head
-      while (low < at) {
-        const mid = (low + at) >>> 1
-        if ((times[mid] as number) <= now) low = mid + 1
-        else at = mid
-      }
+  /** Records `units` at `time`, which may be in the future (a lease's) or, on a clock that stepped back, the past. */
+  add(time: number, units: number): void {
+    const { log } = this
+    const count = this.count()
+    if (count === this.head) {
+      // Nothing live: start over in an exact-size array (a first push would reserve 19 slots).
+      this.log = [time, units]
+      this.head = 0
+      return
     }
-    const later = times.splice(at)
-    for (let i = 0; i < cost; i++) times.push(now)
-    for (const time of later) times.push(time)
+    const at = this.time(count - 1) > time ? this.firstAfter(time) : count
+    if (at > this.head && this.time(at - 1) === time) {
+      // The same instant as an entry: its units are interchangeable, so they merge.
+      for (let i = at - 1; i < count; i++) log[2 * i + 1] = this.end(i) + units
+      return
+    }
+    const end = this.end(at - 1) + units
+    if (at === count) {
+      log.push(time, end)
+      return
+    }
+    log.splice(2 * at, 0, time, end)
+    for (let i = at + 1; i <= count; i++) log[2 * i + 1] = this.end(i) + units
   }
 
   /** Removes up to `count` units recorded at exactly `time` (unused leased units, which are interchangeable). */
   remove(time: number, count: number): number {
-    const { times } = this
-    let first = this.head
-    let last = times.length
-    while (first < last) {
-      const mid = (first + last) >>> 1
-      if ((times[mid] as number) < time) first = mid + 1
-      else last = mid
-    }
-    let end = first
-    while (end < times.length && times[end] === time && end - first < count) end++
-    times.splice(first, end - first)
-    return end - first
+    const at = this.firstAfter(time) - 1
+    if (at < this.head || this.time(at) !== time) return 0
+    const units = this.end(at) - this.end(at - 1)
+    const removed = Math.min(count, units)
+    if (removed === units) this.log.splice(2 * at, 2)
+    // Every later total, and this entry's when it stays, drops by the units removed.
+    for (let i = at; i < this.count(); i++) this.log[2 * i + 1] = this.end(i) - removed
+    return removed
   }
 
   /**
@@ -61,16 +71,67 @@ export class SlidingLog {
    * (used + cost - limit)-th oldest unit leaves.
    */
   result(now: number, limit: number, windowMs: number, cost: number, used: number, recorded: boolean): WindowResult {
-    const newest = this.times.length - 1
+    const newest = this.count() - 1
     const resetMs = newest >= this.head ? this.msUntilGone(newest, now, windowMs) : 0
     if (used + cost <= limit) {
       return { allowed: true, remaining: limit - used - (recorded ? cost : 0), retryAfterMs: 0, resetMs, now }
     }
-    const retryAfterMs = this.msUntilGone(this.head + used + cost - limit - 1, now, windowMs)
+    const retryAfterMs =
+      newest >= this.head ? this.msUntilGone(this.entryOfUnit(used + cost - limit), now, windowMs) : 0
     return { allowed: false, remaining: Math.max(0, limit - used), retryAfterMs, resetMs, now }
   }
 
+  /** The entry that holds the n-th oldest live unit (from 1); the newest for a cost above all it holds. */
+  private entryOfUnit(n: number): number {
+    const target = this.base() + n
+    let low = this.head
+    let high = this.count() - 1
+    while (low < high) {
+      const mid = (low + high) >>> 1
+      if (this.end(mid) >= target) high = mid
+      else low = mid + 1
+    }
+    return low
+  }
+
+  /** The first live entry later than `time` (the entry count when none is). */
+  private firstAfter(time: number): number {
+    let low = this.head
+    let high = this.count()
+    while (low < high) {
+      const mid = (low + high) >>> 1
+      if (this.time(mid) <= time) low = mid + 1
+      else high = mid
+    }
+    return low
+  }
+
+  private count(): number {
+    return this.log.length >>> 1
+  }
+
+  private time(i: number): number {
+    return this.log[2 * i] as number
+  }
+
+  /** Units of entries 0..i; 0 for i = -1. */
+  private end(i: number): number {
+    return i < 0 ? 0 : (this.log[2 * i + 1] as number)
+  }
+
+  /** Units dropped from the front since the last compaction. */
+  private base(): number {
+    return this.end(this.head - 1)
+  }
+
+  private compact(): void {
+    const base = this.base()
+    this.log = this.log.slice(2 * this.head)
+    for (let i = 1; i < this.log.length; i += 2) this.log[i] = (this.log[i] as number) - base
+    this.head = 0
+  }
+
   private msUntilGone(index: number, now: number, windowMs: number): number {
-    return Math.ceil((this.times[index] as number) + windowMs - now)
+    return Math.ceil(this.time(index) + windowMs - now)
   }
 }
