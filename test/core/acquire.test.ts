@@ -1,9 +1,13 @@
+import { getEventListeners } from 'node:events'
 import {
   createRateLimiter,
   type Decision,
   isFleetlimitError,
   memoryStore,
+  type QueueFullError,
   type RateLimitTimeoutError,
+  STORE,
+  type Store,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
 import sinon from 'sinon'
@@ -16,6 +20,33 @@ function track<T>(promise: Promise<T>) {
     (error: unknown) => Object.assign(state, { settled: true, error }),
   )
   return state
+}
+
+/** Lets every pending promise chain run (setImmediate is not faked): no timer fires meanwhile. */
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * A memory store whose consume() calls wait until the test releases them: one release is one round trip,
+ * and `inner` is the shared window, which another process may use meanwhile.
+ */
+function gatedStore() {
+  const inner = memoryStore({ clock: () => Date.now() })
+  const held: (() => void)[] = []
+  const store: Store = {
+    [STORE]: true,
+    consume: (...args: Parameters<Store['consume']>) =>
+      new Promise((resolve, reject) => held.push(() => inner.consume(...args).then(resolve, reject))),
+    peek: (requests) => inner.peek(requests),
+    reset: (key) => inner.reset(key),
+  }
+  /** Answers the held calls (all, or those at `indexes`, in that order); returns how many. */
+  const release = (indexes?: readonly number[]) => {
+    const calls = indexes ? indexes.map((i) => held[i] as () => void) : held.slice()
+    held.splice(0, held.length, ...held.filter((call) => !calls.includes(call)))
+    for (const call of calls) call()
+    return calls.length
+  }
+  return { inner, held, store, release }
 }
 
 describe('acquire (fake timers: the clock moves only when the test moves it)', () => {
@@ -127,5 +158,130 @@ describe('acquire (fake timers: the clock moves only when the test moves it)', (
     expect(a.settled).to.equal(false)
     await clock.tickAsync(1_000)
     expect(a.value?.allowed).to.equal(true)
+  })
+
+  it('rejects at once, with ERR_FLEETLIMIT_QUEUE_FULL, the waiters beyond maxQueue (default 1000) on one key', async () => {
+    const limiter = limiterOf(1_000, 1_000)
+    await limiter.consume('k', { cost: 1_000 })
+    const calls = Array.from({ length: 200_000 }, () => track(limiter.acquire('k')))
+    const elsewhere = track(limiter.acquire('other'))
+    await clock.tickAsync(0)
+    const full = calls.filter((call) => isFleetlimitError(call.error, 'ERR_FLEETLIMIT_QUEUE_FULL'))
+    expect(full.length).to.equal(199_000)
+    expect(
+      calls.slice(0, 1_000).every((call) => !call.settled),
+      'the first 1000 wait',
+    ).to.equal(true)
+    const error = full[0]?.error as QueueFullError
+    expect(error).to.include({ queueLength: 1_000, maxQueue: 1_000 })
+    expect(error.message)
+      .to.match(/1000 waiters/)
+      .and.match(/maxQueue/)
+    expect(elsewhere.value?.allowed, 'another key has its own queue').to.equal(true)
+
+    await clock.tickAsync(1_000)
+    expect(
+      calls.slice(0, 1_000).every((call) => call.value?.allowed === true),
+      'the queued ones are admitted',
+    ).to.equal(true)
+    const after = track(limiter.acquire('k'))
+    await clock.tickAsync(1_000)
+    expect(after.value?.allowed, 'the queue takes waiters again once it drained').to.equal(true)
+  })
+
+  it('asks for admissible waiters together: 2000 waiters with room take far fewer round trips than waiters', async () => {
+    const gate = gatedStore()
+    const limiter = createRateLimiter({
+      store: gate.store,
+      limit: 10_000,
+      window: 60_000,
+      timeoutMs: 60_000,
+      maxQueue: 2_000,
+    })
+    const order: number[] = []
+    const all = Promise.all(Array.from({ length: 2_000 }, (_, i) => limiter.acquire('k').then(() => order.push(i))))
+    let roundTrips = 0
+    for (await flush(); gate.held.length > 0; await flush()) {
+      // Each round trip answers every call in flight: the head alone first, then batches of waiters that fit.
+      gate.release()
+      roundTrips++
+    }
+    await all
+    expect(order).to.deep.equal(Array.from({ length: 2_000 }, (_, i) => i))
+    expect(limiter.stats()).to.include({ allowed: 2_000, denied: 0 })
+    // One waiter per round trip would be 2000; the head, then batches of up to 64, are 33.
+    expect(roundTrips).to.be.at.most(40)
+  })
+
+  it('keeps the place of waiters denied in a batch: an admission goes to the earliest waiter of its cost', async () => {
+    const gate = gatedStore()
+    const options = { limit: 10, window: 1_000, timeoutMs: 60_000 }
+    const limiter = createRateLimiter({ store: gate.store, ...options })
+    const otherProcess = createRateLimiter({ store: gate.inner, ...options })
+    const order: string[] = []
+    const names = ['a', 'b', 'c', 'd', 'e']
+    const all = Promise.all(names.map((name) => limiter.acquire('k').then(() => order.push(name))))
+    await flush()
+    expect(gate.release(), 'a asks alone').to.equal(1)
+    await flush()
+    expect(order).to.deep.equal(['a'])
+    expect(gate.held.length, 'with 9 units left, b to e are asked for together').to.equal(4)
+    // Another process takes 8 of the 9 units; the store then answers e first (admitted), then d, c, b (denied).
+    expect((await otherProcess.consume('k', { cost: 8 })).allowed).to.equal(true)
+    gate.release([3, 2, 1, 0])
+    await flush()
+    expect(order, "e's admission went to b, the earliest waiter").to.deep.equal(['a', 'b'])
+    expect(gate.held.length, 'the queue sleeps the wait').to.equal(0)
+    await clock.tickAsync(1_000)
+    for (await flush(); gate.held.length > 0; await flush()) gate.release()
+    await all
+    expect(order).to.deep.equal(names)
+    expect(limiter.stats()).to.include({ allowed: 5, denied: 3 })
+  })
+
+  it('keeps maxWaitMs as a hard deadline during a slow store call, and hands the late admission on', async () => {
+    const gate = gatedStore()
+    const limiter = createRateLimiter({ store: gate.store, limit: 10, window: 1_000, timeoutMs: 60_000 })
+    const controller = new AbortController()
+    // The head's own call is slow; the second waits behind it; the third needs 1 unit and has time.
+    const head = track(limiter.acquire('k', { cost: 2, maxWaitMs: 20 }))
+    const behind = track(limiter.acquire('k', { cost: 1, maxWaitMs: 20, signal: controller.signal }))
+    const patient = track(limiter.acquire('k', { cost: 1, signal: controller.signal }))
+    await flush()
+    expect(gate.held.length).to.equal(1)
+    await clock.tickAsync(19)
+    expect(head.settled || behind.settled).to.equal(false)
+    await clock.tickAsync(1)
+    for (const gaveUp of [head, behind]) {
+      expect(isFleetlimitError(gaveUp.error, 'ERR_FLEETLIMIT_TIMEOUT'), 'rejected at the 20 ms tick').to.equal(true)
+      expect((gaveUp.error as RateLimitTimeoutError).retryAfterMs).to.be.at.least(0)
+    }
+    expect(getEventListeners(controller.signal, 'abort').length, 'the timed-out waiter stopped listening').to.equal(1)
+    expect(patient.settled).to.equal(false)
+
+    gate.release()
+    await flush()
+    // The head's 2 units, admitted after it left, went to the next waiter they cover: no second store call.
+    expect(patient.value?.allowed).to.equal(true)
+    expect(limiter.stats()).to.include({ storeCalls: 1, allowed: 1 })
+    expect(gate.held.length).to.equal(0)
+    expect(clock.countTimers(), 'no deadline or sleep timer left behind').to.equal(0)
+    expect(getEventListeners(controller.signal, 'abort').length).to.equal(0)
+  })
+})
+
+describe('acquire (real timers)', () => {
+  it('rejects at maxWaitMs while its store call hangs, and the admission that comes later is not lost', async () => {
+    const gate = gatedStore()
+    const limiter = createRateLimiter({ store: gate.store, limit: 10, window: 60_000, timeoutMs: 60_000 })
+    const impatient = limiter.acquire('k', { maxWaitMs: 20 })
+    const next = limiter.acquire('k')
+    // The rejection is the signal: it comes while the store call is still held.
+    const error = await impatient.catch((e: unknown) => e)
+    expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_TIMEOUT')).to.equal(true)
+    expect(gate.held.length, 'the store has not answered yet').to.equal(1)
+    gate.release()
+    expect((await next).allowed).to.equal(true)
+    expect(limiter.stats()).to.include({ storeCalls: 1, allowed: 1 })
   })
 })

@@ -1,5 +1,5 @@
 import type { Decision } from './decision.js'
-import { RateLimitTimeoutError } from './errors.js'
+import { QueueFullError, RateLimitTimeoutError } from './errors.js'
 
 /** Waits for `target` (the store keys of one call), queued under `queueKey`. */
 export type Acquire<T> = (
@@ -17,77 +17,214 @@ interface Waiter {
   settled: boolean
   resolve(decision: Decision): void
   reject(error: unknown): void
+  timer?: ReturnType<typeof setTimeout>
   cleanup?: () => void
 }
 
-interface KeyQueue {
-  readonly waiters: Waiter[]
-  /** When the sleeping head retries (0 while it is not sleeping), and how to wake it early. */
+/** A denial seen in the last batch: `cost` does not fit until `until` (local time). */
+interface Denial {
+  readonly cost: number
+  readonly until: number
+}
+
+interface KeyQueue<T> {
+  readonly target: T
+  /** First-in first-out; settled waiters are dropped lazily (from the front, or by compaction). */
+  waiters: Waiter[]
+  /** Unsettled waiters: what maxQueue bounds. */
+  live: number
+  /** Units known to be left after the last batch (undefined when unknown): how large the next batch may be. */
+  budget: number | undefined
+  denials: Denial[]
+  /** When the sleeping queue asks again (0 while it is not sleeping), and how to wake it early. */
   wakeAt: number
   wake: (() => void) | undefined
 }
 
+type Outcome = { readonly decision: Decision } | { readonly error: unknown }
+
+// The most decisions asked for at once on one key: bounds the burst a hot key sends to the store, and the
+// denials wasted when another process used the room the last decision reported.
+const MAX_BATCH = 64
+
 const now = () => performance.now()
 
 /**
- * First-in first-out waiting per key, within this process. Only the head of a key's queue asks the store;
- * when denied it sleeps exactly `retryAfterMs` (no polling), so a freed slot goes to one waiter instead of
- * every waiter racing for it. A waiter whose deadline falls before the known wait is rejected at once.
+ * First-in first-out waiting per key, within this process, at most `maxQueue` waiters per key. The head
+ * asks the store alone; once admitted, the waiters after it whose costs fit in the reported `remaining` are
+ * asked for together, so a key with room serves many waiters per round trip. A denial puts the queue to
+ * sleep exactly `retryAfterMs` (no polling), so a freed slot goes to one waiter instead of every waiter
+ * racing for it. `maxWaitMs` is a hard deadline, kept by a timer per waiter, and a waiter whose deadline
+ * falls before the known wait is rejected at once.
  */
-export function createAcquireQueue<T>(decide: (target: T, cost: number) => Promise<Decision>): Acquire<T> {
-  const queues = new Map<string, KeyQueue>()
+export function createAcquireQueue<T>(
+  decide: (target: T, cost: number) => Promise<Decision>,
+  options: { readonly maxQueue: number },
+): Acquire<T> {
+  const { maxQueue } = options
+  const queues = new Map<string, KeyQueue<T>>()
 
-  function settle(waiter: Waiter, finish: () => void): void {
+  function settle(queue: KeyQueue<T>, waiter: Waiter, finish: () => void): void {
     if (waiter.settled) return
     waiter.settled = true
+    queue.live--
+    if (waiter.timer !== undefined) clearTimeout(waiter.timer)
     waiter.cleanup?.()
     finish()
   }
 
-  function timeOut(waiter: Waiter, retryAfterMs: number): void {
-    settle(waiter, () => waiter.reject(new RateLimitTimeoutError(Math.ceil(retryAfterMs), waiter.maxWaitMs)))
+  function timeOut(queue: KeyQueue<T>, waiter: Waiter, retryAfterMs: number): void {
+    const error = new RateLimitTimeoutError(Math.max(0, Math.ceil(retryAfterMs)), waiter.maxWaitMs)
+    settle(queue, waiter, () => waiter.reject(error))
   }
 
-  function head(queue: KeyQueue): Waiter | undefined {
+  /** Settles a waiter for a reason of its own (deadline, abort); a sleeping queue then looks at its new head. */
+  function leave(queue: KeyQueue<T>, waiter: Waiter, finish: () => void): void {
+    const wasHead = head(queue) === waiter
+    settle(queue, waiter, finish)
+    if (queue.wake && (wasHead || queue.live === 0)) queue.wake()
+  }
+
+  function head(queue: KeyQueue<T>): Waiter | undefined {
     while (queue.waiters[0]?.settled) queue.waiters.shift()
     return queue.waiters[0]
   }
 
-  function sleep(queue: KeyQueue, ms: number): Promise<void> {
+  function firstLive(queue: KeyQueue<T>, fits: (waiter: Waiter) => boolean): Waiter | undefined {
+    for (const waiter of queue.waiters) if (!waiter.settled && fits(waiter)) return waiter
+    return undefined
+  }
+
+  /** The known time before which `cost` cannot fit, from the last batch's denials; undefined when none says. */
+  function knownUntil(queue: KeyQueue<T>, cost: number): number | undefined {
+    let until: number | undefined
+    // A denial of a smaller or equal cost is a lower bound for this one; a larger cost's says nothing.
+    for (const denial of queue.denials) {
+      if (denial.cost <= cost && (until === undefined || denial.until > until)) until = denial.until
+    }
+    return until
+  }
+
+  /** The best known wait for a waiter that gives up now, in ms. */
+  function knownWait(queue: KeyQueue<T>, waiter: Waiter): number {
+    const until = Math.max(queue.wakeAt, knownUntil(queue, waiter.cost) ?? 0)
+    return Math.max(0, until - now())
+  }
+
+  /**
+   * When the head may ask again, or undefined to ask now. Rejects the waiters that this wait puts past their
+   * deadline: the head first, since a later head with a smaller cost may be admitted sooner.
+   */
+  function nextAsk(queue: KeyQueue<T>): number | undefined {
+    for (let first = head(queue); first; first = head(queue)) {
+      const until = knownUntil(queue, first.cost)
+      if (until === undefined) return undefined
+      const at = now()
+      if (first.deadline < until) {
+        timeOut(queue, first, until - at)
+        continue
+      }
+      // Nobody overtakes the head, so no waiter is admitted before it.
+      for (const waiter of queue.waiters)
+        if (!waiter.settled && waiter.deadline < until) timeOut(queue, waiter, until - at)
+      return until
+    }
+    return undefined
+  }
+
+  /** Resolves true when woken early (a waiter left), false at `until`. */
+  function sleep(queue: KeyQueue<T>, until: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const done = () => {
+      const done = (early: boolean) => {
         clearTimeout(timer)
         queue.wakeAt = 0
         queue.wake = undefined
-        resolve()
+        resolve(early)
       }
-      const timer = setTimeout(done, ms)
-      queue.wakeAt = now() + ms
-      queue.wake = done
+      const timer = setTimeout(() => done(false), Math.max(0, until - now()))
+      queue.wakeAt = until
+      queue.wake = () => done(true)
     })
   }
 
-  async function pump(queueKey: string, target: T, queue: KeyQueue): Promise<void> {
-    for (let waiter = head(queue); waiter; waiter = head(queue)) {
-      let decision: Decision
-      try {
-        decision = await decide(target, waiter.cost)
-      } catch (error) {
-        const failed = waiter
-        settle(failed, () => failed.reject(error))
-        continue
+  /** The next waiters to ask together: the head alone unless the known room fits more, in order. */
+  function batch(queue: KeyQueue<T>, first: Waiter): Waiter[] {
+    const { budget } = queue
+    if (budget === undefined || first.cost > budget) return [first]
+    const chosen: Waiter[] = []
+    let units = 0
+    for (const waiter of queue.waiters) {
+      if (waiter.settled) continue
+      // Stops at the first cost that does not fit: a later, cheaper waiter never overtakes it.
+      if (units + waiter.cost > budget || chosen.length === MAX_BATCH) break
+      units += waiter.cost
+      chosen.push(waiter)
+    }
+    return chosen
+  }
+
+  /**
+   * An admission goes to the earliest waiter of the same cost, so a waiter denied in this batch keeps its
+   * place before a later one the store happened to admit. An admission whose waiter already left (deadline,
+   * abort) goes to the earliest waiter it covers (cost the same or smaller). Units nobody can use stay
+   * consumed until they leave the window: the store has no refund yet (an issue adds `limiter.refund`).
+   */
+  function grant(queue: KeyQueue<T>, owner: Waiter, decision: Decision): void {
+    const to = owner.settled
+      ? firstLive(queue, (waiter) => waiter.cost <= owner.cost)
+      : firstLive(queue, (waiter) => waiter.cost === owner.cost)
+    if (to) settle(queue, to, () => to.resolve(decision))
+  }
+
+  /** Asks for every waiter of `chosen` at once; outcomes are applied in queue order, whatever order they come in. */
+  function ask(queue: KeyQueue<T>, chosen: readonly Waiter[]): Promise<void> {
+    const outcomes: (Outcome | undefined)[] = chosen.map(() => undefined)
+    const denials: Denial[] = []
+    let remaining = Number.POSITIVE_INFINITY
+    let applied = 0
+    return new Promise((done) => {
+      const apply = (waiter: Waiter, outcome: Outcome) => {
+        if ('error' in outcome) {
+          // A waiter that already left has its answer; the error is for nobody.
+          settle(queue, waiter, () => waiter.reject(outcome.error))
+        } else if (outcome.decision.allowed) {
+          remaining = Math.min(remaining, outcome.decision.remaining)
+          grant(queue, waiter, outcome.decision)
+        } else {
+          denials.push({ cost: waiter.cost, until: now() + outcome.decision.retryAfterMs })
+        }
       }
-      if (decision.allowed) {
-        const admitted = waiter
-        settle(admitted, () => admitted.resolve(decision))
-        continue
+      const arrive = (index: number, outcome: Outcome) => {
+        outcomes[index] = outcome
+        for (let next = outcomes[applied]; next; next = outcomes[applied]) apply(chosen[applied++] as Waiter, next)
+        if (applied < chosen.length) return
+        queue.denials = denials
+        // After a denial the room left is unknown for a smaller cost: the head asks alone.
+        queue.budget = denials.length > 0 || remaining === Number.POSITIVE_INFINITY ? undefined : remaining
+        done()
       }
-      const wait = decision.retryAfterMs
-      const at = now()
-      for (const queued of queue.waiters) {
-        if (!queued.settled && queued.deadline < at + wait) timeOut(queued, wait)
+      chosen.forEach((waiter, index) => {
+        // The executor turns a synchronous throw into a rejection.
+        new Promise<Decision>((resolve) => resolve(decide(queue.target, waiter.cost))).then(
+          (decision) => arrive(index, { decision }),
+          (error: unknown) => arrive(index, { error }),
+        )
+      })
+    })
+  }
+
+  async function pump(queueKey: string, queue: KeyQueue<T>): Promise<void> {
+    for (;;) {
+      const until = nextAsk(queue)
+      if (until !== undefined) {
+        // Woken early, the new head's wait is worked out again from the same denials.
+        if (await sleep(queue, until)) continue
+        queue.denials = []
+        queue.budget = undefined
       }
-      if (!waiter.settled) await sleep(queue, wait)
+      const first = head(queue)
+      if (!first) break
+      await ask(queue, batch(queue, first))
     }
     queues.delete(queueKey)
   }
@@ -99,28 +236,43 @@ export function createAcquireQueue<T>(decide: (target: T, cost: number) => Promi
         return
       }
       const at = now()
+      const deadline = at + maxWaitMs
       let queue = queues.get(queueKey)
-      const idle = queue === undefined
-      if (!queue) {
-        queue = { waiters: [], wakeAt: 0, wake: undefined }
-        queues.set(queueKey, queue)
-      }
-      const waiter: Waiter = { cost, deadline: at + maxWaitMs, maxWaitMs, settled: false, resolve, reject }
-      if (queue.wakeAt > 0 && waiter.deadline < queue.wakeAt) {
-        timeOut(waiter, queue.wakeAt - at)
+      if (queue && queue.wakeAt > 0 && deadline < queue.wakeAt) {
+        reject(new RateLimitTimeoutError(Math.ceil(queue.wakeAt - at), maxWaitMs))
         return
       }
-      if (signal) {
-        const owner = queue
-        const onAbort = () => {
-          const wasHead = head(owner) === waiter
-          settle(waiter, () => reject(signal.reason))
-          if (wasHead) owner.wake?.()
+      if (queue && queue.live >= maxQueue) {
+        reject(new QueueFullError(queue.live, maxQueue))
+        return
+      }
+      const idle = queue === undefined
+      if (!queue) {
+        queue = { target, waiters: [], live: 0, budget: undefined, denials: [], wakeAt: 0, wake: undefined }
+        queues.set(queueKey, queue)
+      }
+      const owner = queue
+      const waiter: Waiter = { cost, deadline, maxWaitMs, settled: false, resolve, reject }
+      if (Number.isFinite(maxWaitMs)) {
+        const expire = () => {
+          // A wake due at this same instant goes first: a wait ending exactly at the deadline is within it.
+          if (owner.wakeAt > 0 && owner.wakeAt <= now()) {
+            waiter.timer = setTimeout(expire, 0)
+            return
+          }
+          leave(owner, waiter, () => reject(new RateLimitTimeoutError(Math.ceil(knownWait(owner, waiter)), maxWaitMs)))
         }
+        waiter.timer = setTimeout(expire, maxWaitMs)
+      }
+      if (signal) {
+        const onAbort = () => leave(owner, waiter, () => reject(signal.reason))
         signal.addEventListener('abort', onAbort, { once: true })
         waiter.cleanup = () => signal.removeEventListener('abort', onAbort)
       }
+      // Waiters that left behind the head stay in the array until it reaches them: compact now and then.
+      if (queue.waiters.length > 2 * queue.live + 64) queue.waiters = queue.waiters.filter((w) => !w.settled)
       queue.waiters.push(waiter)
-      if (idle) void pump(queueKey, target, queue)
+      queue.live++
+      if (idle) void pump(queueKey, queue)
     })
 }

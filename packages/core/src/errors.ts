@@ -1,5 +1,9 @@
 /** The stable codes of every error fleetlimit throws. */
-export type FleetlimitErrorCode = 'ERR_FLEETLIMIT_OPTION' | 'ERR_FLEETLIMIT_TIMEOUT' | 'ERR_FLEETLIMIT_STORE'
+export type FleetlimitErrorCode =
+  | 'ERR_FLEETLIMIT_OPTION'
+  | 'ERR_FLEETLIMIT_TIMEOUT'
+  | 'ERR_FLEETLIMIT_STORE'
+  | 'ERR_FLEETLIMIT_QUEUE_FULL'
 
 // A registered symbol, so the brand survives an ESM and a CJS copy of this package
 // loaded side by side, where `instanceof` does not.
@@ -45,6 +49,22 @@ export class RateLimitTimeoutError extends FleetlimitError {
       `fleetlimit: not admitted within maxWaitMs (${maxWaitMs} ms); the limit allows a retry in ${retryAfterMs} ms.`,
     )
     this.retryAfterMs = retryAfterMs
+  }
+}
+
+/** `acquire` found its key's queue full: `maxQueue` waiters already wait on that key in this process. */
+export class QueueFullError extends FleetlimitError {
+  /** Waiters queued on the key when this call arrived. */
+  readonly queueLength: number
+  readonly maxQueue: number
+
+  constructor(queueLength: number, maxQueue: number) {
+    super(
+      'ERR_FLEETLIMIT_QUEUE_FULL',
+      `fleetlimit: acquire() queue of this key is full: ${queueLength} waiters, the limiter's maxQueue option is ${maxQueue}; raise maxQueue, or shed load (answer 429/503 now, or use consume(), which never waits).`,
+    )
+    this.queueLength = queueLength
+    this.maxQueue = maxQueue
   }
 }
 
