@@ -205,8 +205,6 @@ function ours(id: LimiterId, redis: Redis, { limit, windowMs }: ServerOptions) {
     window: windowMs,
     ...(local !== undefined && { local }),
     ...(id === 'fleetlimit-bucketed' && { algorithm: 'bucketed' as const }),
-    // Two cores serve a burst of 100 connections here: measure accuracy, not deadline misses.
-    timeoutMs: 2_000,
   })
   const noting = new Proxy(limiter, {
     get(target, property, receiver) {

@@ -8,6 +8,7 @@ import { accuracy } from './accuracy.js'
 import { clusterFailover } from './cluster.js'
 import { decisions } from './decisions.js'
 import { failure } from './failure.js'
+import { load } from './load.js'
 import { local } from './local.js'
 import { memory } from './memory.js'
 import { overhead } from './overhead.js'
@@ -25,6 +26,7 @@ const parts: Record<string, () => Promise<PartResult>> = {
   cluster: () => clusterFailover(),
   decisions: () => decisions(),
   failure: () => failure(),
+  load: () => load(),
   local: () => local(),
   memory: () => memory(),
   overhead: () => overhead(),

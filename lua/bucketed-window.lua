@@ -1,3 +1,4 @@
+#!lua
 -- bucketed-window.lua: one atomic decision on a window kept as sub-window counters, for limits too large
 -- for a sliding-window log: memory is bounded by the bucket count, whatever the limit.
 --
@@ -7,13 +8,19 @@
 -- ARGV[3]  buckets  how many buckets one window spans (each one window / buckets wide)
 -- ARGV[4]  cost     units asked for, 1 <= cost <= limit
 -- ARGV[5]  mode     'consume' records an admission; 'peek' decides and records nothing
+-- ARGV[6]  deadline server time in microseconds after which nothing is recorded; 0 for none
 --
--- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }, as sliding-window.lua.
+-- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }, as sliding-window.lua (-1 past the deadline).
 --
 -- Every bucket that overlaps the window (now - window, now] counts in full, the oldest one included,
 -- so no window of time ever holds more than the limit; the price is some under-admission at bucket
 -- edges. The wait on denial is exact for this model: the time until enough of the oldest buckets stop
 -- overlapping the window. The server's clock decides; a denial records nothing.
+-- A call whose deadline has passed when the script runs records nothing and replies allowed = -1: its caller
+-- has given up (a stalled or paused server runs the calls queued meanwhile, all of them late).
+--
+-- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
+-- maxmemory, as it refuses any write, instead of letting its writes through.
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -25,9 +32,13 @@ local window_ms = tonumber(ARGV[2])
 local buckets = tonumber(ARGV[3])
 local cost = tonumber(ARGV[4])
 local mode = ARGV[5]
+local deadline = tonumber(ARGV[6])
 
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+if deadline > 0 and now > deadline then
+  return { -1, 0, 0, 0, now }
+end
 local window = window_ms * 1000
 local width = math.max(1, math.floor(window / buckets))
 local current = math.floor(now / width)

@@ -1,3 +1,4 @@
+#!lua
 -- lease.lua: reserves up to `want` units of one key's window for one process, in one atomic call.
 --
 -- KEYS[1]  the key's sorted set (the same one sliding-window.lua decides on)
@@ -8,9 +9,10 @@
 -- ARGV[5]  waitFor  on denial, report the wait until this many units fit: min <= waitFor <= limit
 -- ARGV[6]  ttl      the lease's life in milliseconds: its units may be used until then
 -- ARGV[7]  member   an id unique to this lease; unit i is stored as member..':'..i
+-- ARGV[8]  deadline server time in microseconds after which nothing is reserved; 0 for none
 --
 -- Reply: { granted, remaining, retryAfterMs, resetMs, nowUs, scoreUs }
---   granted       units reserved: 0 (denied) or between min and want
+--   granted       units reserved: 0 (denied) or between min and want; -1 past the deadline
 --   remaining     units left in the window after this call
 --   retryAfterMs  0 when granted; else the exact wait, rounded up, until `waitFor` units fit
 --   resetMs       time until the window holds no unit of this key (0 when empty)
@@ -22,6 +24,11 @@
 -- that moment, so the window's count always covers every admission; and units are only added when
 -- the count, future-scored units included, leaves room for them. Unused units may be removed with
 -- ZREM by their holder (they were never admissions). A denial records nothing.
+-- A call whose deadline has passed when the script runs records nothing and replies granted = -1: its caller
+-- has given up (a stalled or paused server runs the calls queued meanwhile, all of them late).
+--
+-- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
+-- maxmemory, as it refuses any write, instead of letting its writes through.
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -35,9 +42,13 @@ local min = tonumber(ARGV[4])
 local wait_for = tonumber(ARGV[5])
 local ttl_ms = tonumber(ARGV[6])
 local member = ARGV[7]
+local deadline = tonumber(ARGV[8])
 
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+if deadline > 0 and now > deadline then
+  return { -1, 0, 0, 0, now, 0 }
+end
 local window = window_ms * 1000
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)

@@ -1,3 +1,4 @@
+#!lua
 -- sliding-window-multi.lua: one atomic decision over several sliding-window logs (one per policy),
 -- all or nothing: the cost is recorded in every window only if every window has room.
 --
@@ -6,11 +7,13 @@
 -- ARGV[1]  cost     units asked for, 1 <= cost <= every limit
 -- ARGV[2]  member   an id unique to this call; unit j is stored as member..':'..j
 -- ARGV[3]  mode     'consume' records an admission; 'peek' decides and records nothing
--- ARGV[2 + 2i]      limit of window i, a positive integer
--- ARGV[3 + 2i]      length of window i in milliseconds, a positive integer
+-- ARGV[4]  deadline server time in microseconds after which nothing is recorded; 0 for none
+-- ARGV[3 + 2i]      limit of window i, a positive integer
+-- ARGV[4 + 2i]      length of window i in milliseconds, a positive integer
 --
 -- Reply: { allowed, nowUs, then for each window i: allowed_i, remaining_i, retryAfterMs_i, resetMs_i }
---   allowed         1 when every window has room (and, in 'consume' mode, the cost was recorded in all)
+--   allowed         1 when every window has room (and, in 'consume' mode, the cost was recorded in all);
+--                   -1 past the deadline, and then nothing follows nowUs
 --   allowed_i       1 when window i alone has room
 --   remaining_i     units left in window i after this call
 --   retryAfterMs_i  0 when window i has room; else the exact wait, rounded up, until it has
@@ -18,6 +21,11 @@
 --
 -- The same rules as sliding-window.lua: the server's clock, unique members, PEXPIRE until the
 -- newest unit leaves the window, and a denial records nothing.
+-- A call whose deadline has passed when the script runs records nothing and replies { -1, nowUs }: its caller
+-- has given up (a stalled or paused server runs the calls queued meanwhile, all of them late).
+--
+-- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
+-- maxmemory, as it refuses any write, instead of letting its writes through.
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -26,15 +34,19 @@ end
 local cost = tonumber(ARGV[1])
 local member = ARGV[2]
 local mode = ARGV[3]
+local deadline = tonumber(ARGV[4])
 
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+if deadline > 0 and now > deadline then
+  return { -1, now }
+end
 
 local limits, windows, used = {}, {}, {}
 local fits = true
 for i, key in ipairs(KEYS) do
-  limits[i] = tonumber(ARGV[2 + 2 * i])
-  windows[i] = tonumber(ARGV[3 + 2 * i])
+  limits[i] = tonumber(ARGV[3 + 2 * i])
+  windows[i] = tonumber(ARGV[4 + 2 * i])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - windows[i] * 1000)
   used[i] = redis.call('ZCARD', key)
   if used[i] + cost > limits[i] then

@@ -1,3 +1,4 @@
+#!lua
 -- sliding-window.lua: one atomic sliding-window-log decision for one key.
 --
 -- KEYS[1]  the key's sorted set: one member per admitted unit, scored by its
@@ -7,12 +8,14 @@
 -- ARGV[3]  cost     units asked for, 1 <= cost <= limit
 -- ARGV[4]  member   an id unique to this call; unit i is stored as member..':'..i
 -- ARGV[5]  mode     'consume' records an admission; 'peek' decides and records nothing
+-- ARGV[6]  deadline server time in microseconds after which nothing is recorded; 0 for none
 --
 -- Units scored in the future (leases, see lease.lua) count from the moment they are added until
 -- their score is one window old.
 --
 -- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }
---   allowed       1 when the cost fits (and, in 'consume' mode, was recorded), else 0
+--   allowed       1 when the cost fits (and, in 'consume' mode, was recorded), else 0; -1 past the
+--                 deadline (the other fields are then 0 but nowUs)
 --   remaining     units left in the window after this call
 --   retryAfterMs  0 when allowed; else the exact wait, rounded up, until enough of the
 --                 oldest units leave the window for this cost to fit
@@ -22,6 +25,11 @@
 -- The time comes from the server (TIME), never from a caller, so clock skew between
 -- application servers cannot widen the window. A denial records nothing. The key expires when
 -- its newest unit leaves the window: one window after the last admission.
+-- A call whose deadline has passed when the script runs records nothing and replies allowed = -1: its caller
+-- has given up (a stalled or paused server runs the calls queued meanwhile, all of them late).
+--
+-- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
+-- maxmemory, as it refuses any write, instead of letting its writes through.
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -33,9 +41,13 @@ local window_ms = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local member = ARGV[4]
 local mode = ARGV[5]
+local deadline = tonumber(ARGV[6])
 
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+if deadline > 0 and now > deadline then
+  return { -1, 0, 0, 0, now }
+end
 local window = window_ms * 1000
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)

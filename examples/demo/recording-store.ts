@@ -11,8 +11,8 @@ export function recordingStore(store: Store): { store: Store; admissions: number
   }
   const wrapped: Store = {
     [STORE]: true,
-    async consume(requests) {
-      const results = await store.consume(requests)
+    async consume(requests, deadline) {
+      const results = await store.consume(requests, deadline)
       const [first] = results
       if (first && results.every((r) => r.allowed)) note(first.now, requests[0]?.cost ?? 0)
       return results
@@ -20,15 +20,16 @@ export function recordingStore(store: Store): { store: Store; admissions: number
     peek: (requests) => store.peek(requests),
     reset: (key) => store.reset(key),
     ...(store.lease && {
-      lease: async (request) => {
-        const result = await (store.lease as NonNullable<Store['lease']>)(request)
+      lease: async (request, deadline) => {
+        const result = await (store.lease as NonNullable<Store['lease']>)(request, deadline)
         if (result.lease.granted > 0) note(result.now, request.min)
         return result
       },
     }),
     ...(store.release && { release: store.release.bind(store) }),
     ...(store.isConnected && { isConnected: store.isConnected.bind(store) }),
-    ...(store.breakers && { breakers: store.breakers }),
+    ...(store.lastError && { lastError: store.lastError.bind(store) }),
+    ...(store.servers && { servers: store.servers }),
   }
   return { admissions, store: wrapped }
 }

@@ -95,7 +95,7 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
       // The replica holds the window before the primary dies (WAIT: acknowledged by one replica).
       expect(await client.call('WAIT', 1, 5_000)).to.equal(1)
       const replicaClient = new Redis({ port: replica.port })
-      expect(await replicaClient.zcard('sentinel:1000-per-60000ms:{t}')).to.equal(5)
+      expect(await replicaClient.zcard('sentinel:1000-per-60000ms~sl1-60000:{t}')).to.equal(5)
       await primary.stop()
       const killedAt = performance.now()
       let decision = await limiter.consume('t')
@@ -107,7 +107,7 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
       const role = (await replicaClient.role())[0]
       expect(role, 'the replica was promoted').to.equal('master')
       expect(
-        await replicaClient.zcard('sentinel:1000-per-60000ms:{t}'),
+        await replicaClient.zcard('sentinel:1000-per-60000ms~sl1-60000:{t}'),
         'the window survived the failover',
       ).to.be.at.least(6)
       replicaClient.disconnect()

@@ -110,7 +110,7 @@ describe('local tier', () => {
         window: '10s',
         local: { lease: 10, leaseTtlMs: 50 },
       })
-      const key = `${prefix}:api:{t}`
+      const key = `${prefix}:api~sl1-10000:{t}`
       const sources = []
       for (let i = 0; i < 3; i++) sources.push((await limiter.consume('t')).source)
       expect(sources).to.deep.equal(['store', 'local', 'local'])

@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  createBreakerSet,
   createRateLimiter,
+  createServerSet,
   definePolicy,
   isFleetlimitError,
   memoryStore,
@@ -97,7 +97,7 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
       expect(await sources(search, 'tenant-a', 2)).to.deep.equal(['allowed store', 'allowed store'])
 
       // An error reply (a key of the wrong type), then a missed deadline (a frozen server): each sent, each failed.
-      await redis.client.set('fleetlimit:api:{tenant-b}', 'not a sorted set')
+      await redis.client.set('fleetlimit:api~sl1-60000:{tenant-b}', 'not a sorted set')
       expect(await sources(api, 'tenant-b', 1)).to.deep.equal(['allowed fallback'])
       redis.server.freeze()
       expect(await sources(api, 'tenant-c', 1)).to.deep.equal(['allowed fallback'])
@@ -193,9 +193,9 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
   it('reports the breaker state: 0 closed, 2 open, 1 half-open; no longer observed once detached', async () => {
     const { reader, meter } = metered()
     let now = 0
-    const breakers = createBreakerSet({ failureThreshold: 1, cooldownMs: 1_000 }, undefined, () => now)
-    const breaker = breakers.for('')
-    const limiter = createRateLimiter({ store: { ...memoryStore(), breakers }, name: 'api', limit: 5, window: '1s' })
+    const servers = createServerSet({ breaker: { failureThreshold: 1, cooldownMs: 1_000 } }, undefined, () => now)
+    const { breaker } = servers.for('')
+    const limiter = createRateLimiter({ store: { ...memoryStore(), servers }, name: 'api', limit: 5, window: '1s' })
     const detach = instrumentLimiter(limiter, { meter })
     const state = async () => (await collect(reader))['fleetlimit.breaker.state']
     expect(await state()).to.deep.equal({ api: 0 })

@@ -1,4 +1,10 @@
-import { createScriptRunner, slidingWindowMultiScript, slidingWindowScript } from '@fleetlimit/core'
+import {
+  bucketedWindowScript,
+  createScriptRunner,
+  leaseScript,
+  slidingWindowMultiScript,
+  slidingWindowScript,
+} from '@fleetlimit/core'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
 import { expectAdmittedExactlyAt } from '../support/exact-wait.js'
@@ -18,11 +24,11 @@ describe('lua/sliding-window.lua on a real Redis', () => {
   let members = 0
   const runner = () => createScriptRunner(redis)
 
-  async function call(limit: number, windowMs: number, cost = 1, mode = 'consume'): Promise<Reply> {
+  async function call(limit: number, windowMs: number, cost = 1, mode = 'consume', deadlineUs = 0): Promise<Reply> {
     const reply = (await runner().run(
       slidingWindowScript,
       [key],
-      [limit, windowMs, cost, `m${members++}`, mode],
+      [limit, windowMs, cost, `m${members++}`, mode, deadlineUs],
     )) as number[]
     const [allowed, remaining, retryAfterMs, resetMs, nowUs] = reply as [number, number, number, number, number]
     return { allowed, remaining, retryAfterMs, resetMs, nowUs }
@@ -43,8 +49,32 @@ describe('lua/sliding-window.lua on a real Redis', () => {
   })
 
   it('SCRIPT LOAD returns the sha1 the generator computed', async () => {
-    expect(await redis.script('LOAD', slidingWindowScript.lua)).to.equal(slidingWindowScript.sha1)
-    expect(await redis.script('LOAD', slidingWindowMultiScript.lua)).to.equal(slidingWindowMultiScript.sha1)
+    for (const script of [slidingWindowScript, slidingWindowMultiScript, leaseScript, bucketedWindowScript]) {
+      expect(await redis.script('LOAD', script.lua), script.name).to.equal(script.sha1)
+    }
+  })
+
+  it('records nothing for a call whose deadline passed before it ran, in every recording script', async () => {
+    const { nowUs } = await call(10, 10_000, 1, 'peek')
+    const past = nowUs - 1
+    expect(await call(10, 10_000, 3, 'consume', past)).to.deep.include({ allowed: -1, remaining: 0 })
+    expect(await redis.exists(key)).to.equal(0)
+    const [multi, lease, bucketed] = await Promise.all([
+      runner().run(
+        slidingWindowMultiScript,
+        [`${key}:{t}:a`, `${key}:{t}:b`],
+        [1, 'm', 'consume', past, 5, 1_000, 5, 2_000],
+      ),
+      runner().run(leaseScript, [key], [10, 10_000, 5, 1, 5, 100, 'l', past]),
+      runner().run(bucketedWindowScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past]),
+    ])
+    expect((multi as number[]).slice(0, 1)).to.deep.equal([-1])
+    expect(multi as number[]).to.have.length(2)
+    expect((lease as number[])[0]).to.equal(-1)
+    expect((bucketed as number[])[0]).to.equal(-1)
+    expect(await redis.exists(key, `${key}:{t}:a`, `${key}:{t}:b`, `${key}:b`)).to.equal(0)
+    // A deadline still ahead changes nothing.
+    expect(await call(10, 10_000, 3, 'consume', nowUs + 60_000_000)).to.include({ allowed: 1, remaining: 7 })
   })
 
   it('the multi-key script records in every window or in none, with each window’s exact wait', async () => {
@@ -55,6 +85,7 @@ describe('lua/sliding-window.lua on a real Redis', () => {
         cost,
         `m${members++}`,
         'consume',
+        0,
         5,
         10_000,
         2,

@@ -29,7 +29,7 @@ export interface CircuitBreaker {
 }
 
 /** Validates breaker options once, with their defaults filled in. */
-function resolveBreakerOptions(options: CircuitBreakerOptions): Required<CircuitBreakerOptions> {
+export function resolveBreakerOptions(options: CircuitBreakerOptions): Required<CircuitBreakerOptions> {
   checkOptionNames(options, 'breaker', ['failureThreshold', 'cooldownMs'])
   return {
     failureThreshold: checkInteger(options.failureThreshold ?? 5, 'breaker.failureThreshold', 1, 1_000),
@@ -85,69 +85,6 @@ export function createCircuitBreaker(
           emit('open')
         }
       }
-    },
-    on(event, listener) {
-      listeners[event].add(listener)
-      return () => listeners[event].delete(listener)
-    },
-  }
-}
-
-/**
- * One breaker per server behind a store, made on first use: on a Redis Cluster, a dead master opens only the
- * breaker of the slots it served, and tenants on the other masters keep their store decisions.
- */
-export interface BreakerSet {
-  /** The breaker that guards a call on this key (the one of the server that holds it). */
-  for(key: string): CircuitBreaker
-  /** The worst state among the breakers guarding calls lately (an unused one, say of a failed-over master, is left out). */
-  readonly state: BreakerState
-  /** Openings of every breaker. */
-  readonly openings: number
-  /** Any breaker opened, or closed. */
-  on(event: 'open' | 'close', listener: () => void): () => void
-}
-
-const STATE_ORDER: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 }
-
-export function createBreakerSet(
-  options: CircuitBreakerOptions = {},
-  serverOf: (key: string) => string = () => '',
-  clock = () => performance.now(),
-): BreakerSet {
-  const resolved = resolveBreakerOptions(options)
-  const breakers = new Map<string, { breaker: CircuitBreaker; usedAt: number }>()
-  const listeners = { open: new Set<() => void>(), close: new Set<() => void>() }
-  const recently = () => clock() - Math.max(10_000, 2 * resolved.cooldownMs)
-  return {
-    for(key) {
-      const server = serverOf(key)
-      let entry = breakers.get(server)
-      if (!entry) {
-        const breaker = createCircuitBreaker(resolved, clock)
-        for (const event of ['open', 'close'] as const) {
-          breaker.on(event, () => {
-            for (const listener of listeners[event]) listener()
-          })
-        }
-        entry = { breaker, usedAt: 0 }
-        breakers.set(server, entry)
-      }
-      entry.usedAt = clock()
-      return entry.breaker
-    },
-    get state() {
-      let worst: BreakerState = 'closed'
-      const since = recently()
-      for (const { breaker, usedAt } of breakers.values()) {
-        if (usedAt >= since && STATE_ORDER[breaker.state] > STATE_ORDER[worst]) worst = breaker.state
-      }
-      return worst
-    },
-    get openings() {
-      let openings = 0
-      for (const { breaker } of breakers.values()) openings += breaker.openings
-      return openings
     },
     on(event, listener) {
       listeners[event].add(listener)

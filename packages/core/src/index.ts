@@ -1,9 +1,7 @@
 export {
-  type BreakerSet,
   type BreakerState,
   type CircuitBreaker,
   type CircuitBreakerOptions,
-  createBreakerSet,
   createCircuitBreaker,
 } from './circuit-breaker.js'
 export type { Decision, DecisionSource } from './decision.js'
@@ -13,6 +11,7 @@ export {
   type FleetlimitErrorCode,
   isFleetlimitError,
   OptionError,
+  QueueFullError,
   RateLimitTimeoutError,
   StoreError,
 } from './errors.js'
@@ -60,6 +59,7 @@ export {
   slidingWindowMultiScript,
   slidingWindowScript,
 } from './scripts.generated.js'
+export { createServerSet, type ServerGuard, type ServerSet, type ServerSetOptions } from './server-set.js'
 export {
   isStore,
   type Lease,

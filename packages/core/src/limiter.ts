@@ -4,11 +4,20 @@ import type { Decision, DecisionSource } from './decision.js'
 import { parseDuration } from './duration.js'
 import { createEmitter } from './emitter.js'
 import { OptionError, StoreError } from './errors.js'
+import { type Deadline, DeadlineExceeded, guardedCall, ShortCircuit } from './guarded-call.js'
 import { buildKey, type KeyInput } from './keys.js'
 import { createLocalTier, type LocalOptions, resolveLocal } from './local-tier.js'
 import { memoryStore } from './memory-store.js'
 import { checkInteger, checkOptionNames } from './options.js'
-import { definePolicy, POLICY_OPTION_NAMES, type Policy, type PolicyOptions, resolvePolicy } from './policy.js'
+import {
+  checkCost,
+  definePolicy,
+  POLICY_OPTION_NAMES,
+  type Policy,
+  type PolicyOptions,
+  policyKeyName,
+  resolvePolicy,
+} from './policy.js'
 import { isStore, type Store, type WindowRequest, type WindowResult } from './store.js'
 
 export interface RateLimiterOptions extends Partial<PolicyOptions> {
@@ -23,6 +32,8 @@ export interface RateLimiterOptions extends Partial<PolicyOptions> {
    * every policy admits it, and only then counted in all of them, in one store call.
    */
   policies?: readonly (Policy | PolicyOptions)[]
+  /** The most `acquire()` waiters queued per key in this process; a call beyond it rejects at once. Default 1000. */
+  maxQueue?: number
 }
 
 export interface ConsumeOptions {
@@ -104,10 +115,7 @@ export interface RateLimiter {
   on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): () => void
 }
 
-const LIMITER_OPTION_NAMES = ['store', 'policies', 'logger', 'local', ...POLICY_OPTION_NAMES] as const
-
-class DeadlineExceeded extends StoreError {}
-class ShortCircuit extends StoreError {}
+const LIMITER_OPTION_NAMES = ['store', 'policies', 'logger', 'local', 'maxQueue', ...POLICY_OPTION_NAMES] as const
 
 /** Builds a limiter for one policy, or several decided together, on one store; every option is validated here, once. */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
@@ -120,16 +128,19 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const fallback = policies.some((p) => p.fallback) ? memoryStore() : undefined
   const defaultCost = Math.max(...policies.map((p) => p.cost))
   const maxCost = Math.min(...policies.map((p) => p.limit))
+  // The multi-window script is a sliding log's: bucketed policies are alone.
+  const costAlgorithm = first.algorithm
+  if (policies.length > 1) checkCost(defaultCost, 'cost', maxCost, costAlgorithm, policies.length)
 
   const logger = options.logger ?? console
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
-  const { breakers } = store
-  const openingsAtStart = breakers?.openings ?? 0
+  const { servers } = store
+  const openingsAtStart = servers?.openings ?? 0
   const events = createEmitter<LimiterEvents>((event) => {
     // Breaker events are forwarded only once someone listens, so idle limiters hold no subscription.
-    if (event === 'breakerOpen') breakers?.on('open', () => events.emit('breakerOpen'))
-    if (event === 'breakerClose') breakers?.on('close', () => events.emit('breakerClose'))
+    if (event === 'breakerOpen') servers?.on('open', () => events.emit('breakerOpen'))
+    if (event === 'breakerClose') servers?.on('close', () => events.emit('breakerClose'))
   })
   const mode = failClosed
     ? 'failing closed'
@@ -162,7 +173,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const keysOf = (input: KeyInput): string[] =>
     policies.map((p) => {
       const tenantOnly = p.scope === 'tenant' && typeof input === 'object' && input !== null
-      return buildKey(p.name, tenantOnly ? { tenant: input.tenant } : input)
+      return buildKey(policyKeyName(p), tenantOnly ? { tenant: input.tenant } : input)
     })
 
   const requestsOf = (keys: readonly string[], cost: number): WindowRequest[] =>
@@ -182,35 +193,26 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return decision
   }
 
-  /** Asks the store, unless the key's breaker is open or the client disconnected; bounded by the deadline. */
-  async function ask<T>(key: string, call: () => Promise<T>): Promise<T> {
-    const breaker = breakers?.for(key)
-    if (breaker && !breaker.tryAcquire()) throw new ShortCircuit('the circuit breaker is open')
-    if (store.isConnected?.() === false) {
-      breaker?.failure()
-      throw new ShortCircuit('the store is not connected')
+  const connected = () => store.isConnected?.() !== false
+  const connection = { connected, readySince: () => (store.readySince ? store.readySince() : 0) }
+  const report = (outcome: 'ok' | 'error' | 'timeout', durationMs: number) => {
+    if (events.has('storeCall')) events.emit('storeCall', { durationMs, outcome })
+  }
+
+  /** Asks the store under the guard of the key's server (breaker, calls in flight, deadline). */
+  async function ask<T>(key: string, call: (deadline: Deadline) => Promise<T>): Promise<T> {
+    const counting = (deadline: Deadline) => {
+      counters.storeCalls++
+      return call(deadline)
     }
-    counters.storeCalls++
-    const sentAt = events.has('storeCall') ? performance.now() : undefined
-    const report = (outcome: 'ok' | 'error' | 'timeout') => {
-      if (sentAt !== undefined) events.emit('storeCall', { durationMs: performance.now() - sentAt, outcome })
+    const result = await guardedCall(servers?.for(key), connection, timeoutMs, counting, report)
+    if (failuresThisOutage > 0) {
+      logger.info?.(
+        `fleetlimit: the store answers again for policy "${first.name}" (${failuresThisOutage} decisions without it).`,
+      )
+      failuresThisOutage = 0
     }
-    try {
-      const result = await withDeadline(call(), timeoutMs)
-      breaker?.success()
-      report('ok')
-      if (failuresThisOutage > 0) {
-        logger.info?.(
-          `fleetlimit: the store answers again for policy "${first.name}" (${failuresThisOutage} decisions without it).`,
-        )
-        failuresThisOutage = 0
-      }
-      return result
-    } catch (error) {
-      breaker?.failure()
-      report(error instanceof DeadlineExceeded ? 'timeout' : 'error')
-      throw error
-    }
+    return result
   }
 
   /** Counts a failed store call, tells the listeners and, once an outage, the logger; returns the error to throw. */
@@ -220,10 +222,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (kind === 'short-circuit') counters.shortCircuits++
     else counters.storeErrors++
     if (kind === 'timeout') counters.timeouts++
-    const reason = (error instanceof Error ? error.message : String(error)).replace(/^fleetlimit: /, '')
-    const retryAfterMs = breakers?.for(key).msUntilProbe() || 1_000
+    // A short circuit for a lost connection says why the connection was lost: the client's last error.
+    const clientError = kind === 'short-circuit' && !connected() ? store.lastError?.() : undefined
+    const cause = clientError ?? error
+    let reason = messageOf(error)
+    if (clientError !== undefined) reason += ` (the client's last error: ${messageOf(clientError)})`
+    const retryAfterMs = servers?.for(key).breaker.msUntilProbe() || 1_000
     const failure = new StoreError(`the store failed a decision for policy "${first.name}": ${reason}`, {
-      cause: error,
+      cause,
       retryAfterMs,
     })
     if (failuresThisOutage++ === 0)
@@ -289,7 +295,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   }
 
   async function consume(keys: readonly string[], cost: number): Promise<Decision> {
-    const results = await ask(keys[0] as string, () => store.consume(requestsOf(keys, cost)))
+    const results = await ask(keys[0] as string, (deadline) => store.consume(requestsOf(keys, cost), deadline))
     return combine(results.map((result, i) => toDecision(result, 'store', policies[i] as Policy)))
   }
 
@@ -303,7 +309,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   ): Promise<Decision> {
     const { limit, window: windowMs } = first
     const request = { key, limit, windowMs, want: size, min: cost, waitFor: size, ttlMs }
-    const result = await ask(key, () => (store.lease as NonNullable<Store['lease']>)(request))
+    const result = await ask(key, (deadline) => (store.lease as NonNullable<Store['lease']>)(request, deadline))
     const { granted } = result.lease
     if (granted === 0) return toDecision(result, 'store', first)
     tier?.addLease(id, key, result, ttlMs, sentAt, cost)
@@ -313,16 +319,20 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   function resolveCost(options: ConsumeOptions | undefined, accepted: readonly string[]): number {
     if (options === undefined) return defaultCost
     checkOptionNames(options, 'options', accepted)
-    return options.cost === undefined ? defaultCost : checkInteger(options.cost, 'cost', 1, maxCost)
+    return options.cost === undefined
+      ? defaultCost
+      : checkCost(options.cost, 'cost', maxCost, costAlgorithm, policies.length)
   }
 
-  const acquireInQueue = createAcquireQueue(decide)
+  const acquireInQueue = createAcquireQueue(decide, {
+    maxQueue: checkInteger(options.maxQueue ?? 1_000, 'maxQueue', 1, 10_000_000),
+  })
 
   return {
     policy: first,
     policies,
     get breakerState() {
-      return breakers?.state
+      return servers?.state
     },
     async consume(key, options) {
       const cost = resolveCost(options, ['cost'])
@@ -354,7 +364,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       tier?.forget(keys.join(' '))
       await Promise.all(keys.flatMap((storeKey) => [store.reset(storeKey), fallback?.reset(storeKey)]))
     },
-    stats: () => ({ ...counters, breakerOpenings: (breakers?.openings ?? 0) - openingsAtStart }),
+    stats: () => ({ ...counters, breakerOpenings: (servers?.openings ?? 0) - openingsAtStart }),
     on: events.on,
   }
 }
@@ -424,19 +434,7 @@ function resolveStore(store: unknown): Store {
   )
 }
 
-/** Rejects with a DeadlineExceeded when `promise` has not settled within `ms`. */
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new DeadlineExceeded(`no answer within timeoutMs (${ms} ms)`)), ms)
-    promise.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
+/** An error's message without our prefix or a closing full stop, to be quoted inside a sentence. */
+function messageOf(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).replace(/^fleetlimit: /, '').replace(/\.+$/, '')
 }

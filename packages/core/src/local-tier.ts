@@ -2,6 +2,7 @@ import type { Decision } from './decision.js'
 import { type Duration, parseDuration } from './duration.js'
 import { OptionError } from './errors.js'
 import { checkInteger, checkOptionNames } from './options.js'
+import { MAX_LOG_UNITS_PER_CALL } from './policy.js'
 import type { Lease, LeaseResult, Store } from './store.js'
 
 export interface LocalOptions {
@@ -61,9 +62,9 @@ export interface LocalTier {
 }
 
 const MAX_LEASE_SHARE = 0.1
-// Each leased unit is a member of the key's sorted set until it leaves the window: an 'auto' lease stays small
-// enough to cost Redis little time and memory (1 000 members, about 100 KB), whatever the rate.
-const MAX_AUTO_LEASE = 1_000
+// Each leased unit is a member of the key's sorted set until it leaves the window: a lease stays small enough
+// to cost Redis little time and memory (1 000 members, about 100 KB), whatever the rate or the limit.
+const MAX_LEASE = MAX_LOG_UNITS_PER_CALL
 // An 'auto' lease only for a key with at least this many units asked for in the last moments: one call
 // says nothing of a rate, and a lease that a cold key cannot use costs a second round trip to return.
 const MIN_RECENT_UNITS = 2
@@ -83,7 +84,8 @@ export function resolveLocal(value: unknown, limit: number, windowMs: number) {
     throw new OptionError('local.denyCache', options.denyCache, 'true, false or { size }')
   }
   const lease = options.lease ?? false
-  if (lease !== false && lease !== 'auto') checkInteger(lease, 'local.lease', 2, limit)
+  if (lease !== false && lease !== 'auto')
+    checkInteger(lease, 'local.lease', 2, Math.max(2, Math.min(limit, MAX_LEASE)))
   const defaultTtl = Math.min(1_000, Math.max(5, Math.round(windowMs / 50)))
   const leaseTtlMs = parseDuration(options.leaseTtlMs ?? defaultTtl, 'local.leaseTtlMs', { max: windowMs })
   // A saturated key's leases may live a little longer, to be used whole: at most a twentieth of the window.
@@ -183,7 +185,7 @@ export function createLocalTier(
       const entry = rates.get(id)
       if (!entry) return undefined
       const perMs = entry.units / RATE_HORIZON_MS
-      const cap = Math.max(1, Math.min(MAX_AUTO_LEASE, Math.floor(limit * MAX_LEASE_SHARE)))
+      const cap = Math.max(1, Math.min(MAX_LEASE, Math.floor(limit * MAX_LEASE_SHARE)))
       // A key the store denied lately is saturated: take a whole share at once, for as long as this
       // process needs to use it (within bounds: a lease's life delays its units' return to the window).
       const saturated = now() - entry.deniedAt < RATE_HORIZON_MS

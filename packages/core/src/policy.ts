@@ -68,7 +68,40 @@ export const POLICY_OPTION_NAMES = [
 ] as const
 
 const MAX_LIMIT = 1_000_000_000
+/**
+ * The most units one sliding-log call records: each is a member of a sorted set, written in the one script
+ * that decides, so a larger cost would hold Redis (and every other client) for longer than a few ms.
+ */
+export const MAX_LOG_UNITS_PER_CALL = 1_000
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+/**
+ * A call's cost: at most the limit and, for a sliding log, at most the units one call may record (`policies`:
+ * how many logs record it).
+ */
+export function checkCost(value: unknown, option: string, limit: number, algorithm: Algorithm, policies = 1): number {
+  const cap = algorithm === 'bucketed' ? limit : Math.min(limit, Math.floor(MAX_LOG_UNITS_PER_CALL / policies))
+  if (cap < limit && typeof value === 'number' && Number.isInteger(value) && value > cap && value <= limit) {
+    throw new OptionError(
+      option,
+      value,
+      `at most ${cap}: a sliding-log call records at most ${MAX_LOG_UNITS_PER_CALL} units in all, so that no ` +
+        "call holds Redis for long; count in larger units (KB instead of bytes), or use algorithm 'bucketed'",
+    )
+  }
+  return checkInteger(value, option, 1, cap)
+}
+
+/**
+ * The policy's part of its keys: its name and how its window is kept (algorithm, format version, length, and
+ * buckets), so that two policies that keep windows differently never share a key, whatever their names.
+ * `~` is not allowed in names, so the parts cannot run together.
+ */
+export function policyKeyName(policy: Policy): string {
+  return policy.algorithm === 'bucketed'
+    ? `${policy.name}~bw1-${policy.window}-${policy.buckets}`
+    : `${policy.name}~sl1-${policy.window}`
+}
 
 /** Validates policy options once, into a frozen policy that can be shared by several limiters and routes. */
 export function definePolicy(options: PolicyOptions): Policy {
@@ -82,7 +115,6 @@ export function resolvePolicy(options: PolicyOptions): Policy {
   if (options.window === undefined) throw new OptionError('window', undefined, "a duration such as 60000 or '1m'")
   const limit = checkInteger(options.limit, 'limit', 1, MAX_LIMIT)
   const window = parseDuration(options.window, 'window')
-  const cost = options.cost === undefined ? 1 : checkInteger(options.cost, 'cost', 1, limit)
 
   const name = options.name ?? `${limit}-per-${window}ms`
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
@@ -91,6 +123,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
 
   const scope = checkOneOf(options.scope ?? 'route', 'scope', ['route', 'tenant'])
   const algorithm = checkOneOf(options.algorithm ?? 'sliding-log', 'algorithm', ['sliding-log', 'bucketed'])
+  const cost = options.cost === undefined ? 1 : checkCost(options.cost, 'cost', limit, algorithm)
   let buckets: number | undefined
   if (algorithm === 'bucketed') buckets = checkInteger(options.buckets ?? 60, 'buckets', 1, 3_600)
   else if (options.buckets !== undefined)

@@ -1,16 +1,19 @@
 import { randomBytes } from 'node:crypto'
 import type { Cluster } from 'ioredis'
-import { type CircuitBreakerOptions, createBreakerSet } from './circuit-breaker.js'
+import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { clusterSlot } from './cluster-slot.js'
 import { OptionError, StoreError } from './errors.js'
+import { type Deadline, DeadlineExceeded } from './guarded-call.js'
 import { checkOptionNames } from './options.js'
-import { createScriptRunner, type ScriptClient } from './script-runner.js'
+import { createScriptRunner, type LuaScript, type ScriptClient } from './script-runner.js'
 import {
   bucketedWindowScript,
   leaseScript,
   slidingWindowMultiScript,
   slidingWindowScript,
 } from './scripts.generated.js'
+import { createServerClock, type ServerClock } from './server-clock.js'
+import { createServerSet } from './server-set.js'
 import {
   type LeaseRequest,
   type LeaseResult,
@@ -25,6 +28,11 @@ export interface RedisStoreOptions {
   prefix?: string
   /** When to stop calling a failing Redis (on a Cluster: a failing master), and when to probe it again. */
   breaker?: CircuitBreakerOptions
+  /**
+   * The most decisions in flight to one server (on a Cluster: one master) from this store; more wait in this
+   * process for a slot, and their deadline starts when they are sent. Default 128.
+   */
+  maxInFlight?: number
 }
 
 // ioredis states in which a command would wait in the offline queue for a connection that was lost.
@@ -41,7 +49,7 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
   if (!isScriptClient(client)) {
     throw new OptionError('redisStore(client)', client, 'an ioredis Redis or Cluster instance')
   }
-  checkOptionNames(options, 'redisStore', ['prefix', 'breaker'])
+  checkOptionNames(options, 'redisStore', ['prefix', 'breaker', 'maxInFlight'])
   const prefix = options.prefix ?? 'fleetlimit'
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new OptionError('redisStore.prefix', prefix, '1 to 64 characters with no whitespace and no `{` or `}`')
@@ -49,42 +57,93 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
 
   // On a Cluster, one breaker per master, found from the key's slot in ioredis's own slot map.
   const cluster = (client as { isCluster?: boolean }).isCluster ? (client as Cluster) : undefined
-  const breakers = createBreakerSet(
-    options.breaker,
-    // The slot is the tenant's hash tag's, so the prefix (which holds no brace) needs no prepending.
-    cluster ? (key) => cluster.slots[clusterSlot(key)]?.[0] ?? '' : undefined,
+  // The slot is the tenant's hash tag's, so the prefix (which holds no brace) needs no prepending.
+  const serverOf = cluster ? (key: string) => cluster.slots[clusterSlot(key)]?.[0] ?? '' : () => ''
+  const servers = createServerSet(
+    {
+      ...(options.breaker !== undefined && { breaker: options.breaker }),
+      ...(options.maxInFlight !== undefined && { maxInFlight: options.maxInFlight }),
+    },
+    serverOf,
   )
   const runner = createScriptRunner(client)
+  const clocks = new Map<string, ServerClock>()
+  const clockOf = (key: string) => {
+    const server = serverOf(key)
+    let clock = clocks.get(server)
+    if (!clock) {
+      clock = createServerClock()
+      clocks.set(server, clock)
+    }
+    return clock
+  }
+
+  /**
+   * Runs a recording script with the caller's deadline in the server's clock (erring early), so that a call
+   * that runs after its caller gave up records nothing. A refusal while the caller still waits means the clock
+   * estimate was off (the server's clock stepped forward) or the deadline moved: try once more, with both known.
+   */
+  async function runBefore(
+    script: LuaScript,
+    keys: string[],
+    argsWith: (deadlineUs: number) => (string | number)[],
+    deadline: Deadline | undefined,
+  ): Promise<number[]> {
+    const clock = clockOf(keys[0] as string)
+    for (let attempt = 0; ; attempt++) {
+      const serverDeadline = deadline === undefined ? undefined : clock.serverTimeAt(deadline.at)
+      const deadlineUs = serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000)
+      const reply = numbers(await runner.run(script, keys, argsWith(deadlineUs)), script)
+      const receivedAt = performance.now()
+      const nowUs = reply[script === slidingWindowMultiScript ? 1 : 4] as number
+      clock.observe(nowUs / 1000, receivedAt)
+      if (reply[0] !== -1) return reply
+      if (attempt > 0 || deadline === undefined || receivedAt >= deadline.at) {
+        throw new DeadlineExceeded('the call reached Redis after its deadline: nothing was recorded')
+      }
+    }
+  }
+  const { lastError, readySince } = watchConnection(client)
   // Members must be unique across the fleet: a random tag per store, then a counter.
   const tag = randomBytes(8).toString('base64url')
   let counter = 0
 
-  async function decide(requests: readonly WindowRequest[], mode: 'consume' | 'peek'): Promise<WindowResult[]> {
+  async function decide(
+    requests: readonly WindowRequest[],
+    mode: 'consume' | 'peek',
+    deadline?: Deadline,
+  ): Promise<WindowResult[]> {
     const member = mode === 'consume' ? tag + (counter++).toString(36) : ''
+    // A peek records nothing, so it needs no deadline.
+    const until = mode === 'consume' ? deadline : undefined
     const keys = requests.map((request) => `${prefix}:${request.key}`)
     const [first] = requests
     if (requests.length === 1 && first?.buckets !== undefined) {
-      const args = [first.limit, first.windowMs, first.buckets, first.cost, mode]
-      return [parseSingle(await runner.run(bucketedWindowScript, keys, args))]
+      const { limit, windowMs, buckets, cost } = first
+      const reply = await runBefore(bucketedWindowScript, keys, (d) => [limit, windowMs, buckets, cost, mode, d], until)
+      return [toResult(reply, 0, reply[4] as number)]
     }
     if (requests.length === 1 && first) {
-      const args = [first.limit, first.windowMs, first.cost, member, mode]
-      return [parseSingle(await runner.run(slidingWindowScript, keys, args))]
+      const { limit, windowMs, cost } = first
+      const reply = await runBefore(slidingWindowScript, keys, (d) => [limit, windowMs, cost, member, mode, d], until)
+      return [toResult(reply, 0, reply[4] as number)]
     }
     // One cost for every window: the limiter asks for the same units in each policy.
-    const args: (string | number)[] = [first?.cost ?? 1, member, mode]
-    for (const request of requests) args.push(request.limit, request.windowMs)
-    return parseMulti(await runner.run(slidingWindowMultiScript, keys, args), requests.length)
+    const argsWith = (d: number) => {
+      const args: (string | number)[] = [first?.cost ?? 1, member, mode, d]
+      for (const request of requests) args.push(request.limit, request.windowMs)
+      return args
+    }
+    const reply = await runBefore(slidingWindowMultiScript, keys, argsWith, until)
+    if (reply.length !== 2 + 4 * requests.length) throw unexpected(reply, slidingWindowMultiScript)
+    return requests.map((_, i) => toResult(reply, 2 + 4 * i, reply[1] as number))
   }
 
-  async function lease(request: LeaseRequest): Promise<LeaseResult> {
+  async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {
     const id = `${tag + (counter++).toString(36)}l`
     const { key, limit, windowMs, want, min, waitFor, ttlMs } = request
-    const reply = numbers(
-      await runner.run(leaseScript, [`${prefix}:${key}`], [limit, windowMs, want, min, waitFor, ttlMs, id]),
-      6,
-      'lease.lua',
-    )
+    const argsWith = (d: number) => [limit, windowMs, want, min, waitFor, ttlMs, id, d]
+    const reply = await runBefore(leaseScript, [`${prefix}:${key}`], argsWith, deadline)
     const [granted, , , , nowUs, scoreUs] = reply as [number, number, number, number, number, number]
     return {
       ...toResult([granted > 0 ? 1 : 0, ...reply.slice(1)], 0, nowUs),
@@ -94,12 +153,18 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
 
   return {
     [STORE]: true,
-    consume: (requests) => decide(requests, 'consume'),
+    consume: (requests, deadline) => decide(requests, 'consume', deadline),
     lease,
     release: async (key, { id, granted }, units) => {
       // Any `units` members of the lease will do; the highest-numbered are the ones a holder never took.
-      const members = Array.from({ length: units }, (_, i) => `${id}:${granted - i}`)
-      if (members.length > 0) await client.zrem(`${prefix}:${key}`, ...members)
+      // In chunks: one command's arguments stay small whatever the lease's size.
+      for (let done = 0; done < units; done += RELEASE_CHUNK) {
+        const members = Array.from(
+          { length: Math.min(RELEASE_CHUNK, units - done) },
+          (_, i) => `${id}:${granted - done - i}`,
+        )
+        await client.zrem(`${prefix}:${key}`, ...members)
+      }
     },
     peek: (requests) => decide(requests, 'peek'),
     reset: async (key) => {
@@ -107,7 +172,9 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     },
     // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
     isConnected: () => !DISCONNECTED.has(client.status),
-    breakers,
+    lastError,
+    readySince,
+    servers,
   }
 }
 
@@ -124,11 +191,53 @@ function isScriptClient(client: unknown): client is ScriptClient {
   )
 }
 
-function numbers(reply: unknown, length: number, script: string): number[] {
-  if (!Array.isArray(reply) || reply.length !== length || !reply.every((n) => typeof n === 'number')) {
-    throw new StoreError(`unexpected reply from ${script}: ${JSON.stringify(reply)?.slice(0, 200)}`)
+const RELEASE_CHUNK = 1_000
+
+// Replies of every script: their length, but for the multi-window script's, which depends on its windows
+// (and is 2 when its deadline passed).
+const REPLY_LENGTH = new Map([
+  [slidingWindowScript, 5],
+  [bucketedWindowScript, 5],
+  [leaseScript, 6],
+])
+
+function numbers(reply: unknown, script: LuaScript): number[] {
+  const length = REPLY_LENGTH.get(script)
+  if (
+    !Array.isArray(reply) ||
+    (length === undefined ? reply.length < 2 : reply.length !== length) ||
+    !reply.every((n) => typeof n === 'number')
+  ) {
+    throw unexpected(reply, script)
   }
   return reply as number[]
+}
+
+const unexpected = (reply: unknown, script: LuaScript) =>
+  new StoreError(`unexpected reply from ${script.name}.lua: ${JSON.stringify(reply)?.slice(0, 200)}`)
+
+/**
+ * What the limiter needs to know of the client's connection: when it became ready (a call sent before then
+ * waited for the connection, not for the server), and its last error, so that a decision refused while it is
+ * disconnected can say why (a wrong password, a refused connection). Listening for errors stops ioredis's own
+ * "Unhandled error event" print, so it is printed here as ioredis would while no one else listens.
+ */
+function watchConnection(client: ScriptClient) {
+  let last: unknown
+  let readyAt = client.status === 'ready' ? performance.now() : undefined
+  client.on('error', (error: unknown) => {
+    last = error
+    if (client.listenerCount('error') === 1) console.error('[ioredis] Unhandled error event:', (error as Error)?.stack)
+  })
+  client.on('ready', () => {
+    readyAt = performance.now()
+    last = undefined
+  })
+  const readySince = () => {
+    if (client.status === 'ready') return readyAt
+    return readyAt === undefined && !DISCONNECTED.has(client.status) ? Number.POSITIVE_INFINITY : undefined
+  }
+  return { lastError: () => last, readySince }
 }
 
 const toResult = (reply: number[], at: number, nowUs: number): WindowResult => ({
@@ -138,13 +247,3 @@ const toResult = (reply: number[], at: number, nowUs: number): WindowResult => (
   resetMs: reply[at + 3] as number,
   now: nowUs / 1000,
 })
-
-function parseSingle(reply: unknown): WindowResult {
-  const values = numbers(reply, 5, 'sliding-window.lua')
-  return toResult(values, 0, values[4] as number)
-}
-
-function parseMulti(reply: unknown, windows: number): WindowResult[] {
-  const values = numbers(reply, 2 + 4 * windows, 'sliding-window-multi.lua')
-  return Array.from({ length: windows }, (_, i) => toResult(values, 2 + 4 * i, values[1] as number))
-}

@@ -14,13 +14,21 @@ export interface ScriptRunner {
 }
 
 /**
- * Runs scripts by `EVALSHA`, sending the source with `EVAL` only when the server answers `NOSCRIPT`
- * (after a restart or `SCRIPT FLUSH`); `EVAL` also caches it again. The client is used as given:
- * nothing is defined on it. With a Cluster, ioredis routes each call by its first key.
+ * Runs scripts by `EVALSHA`, sending the source with `EVAL` when the server answers `NOSCRIPT` (after a
+ * restart or `SCRIPT FLUSH`); `EVAL` also caches it again. Until a script has run once, calls send it with
+ * `EVAL` at once: the first burst of a new process costs one round trip, not a NOSCRIPT and a second one.
+ * The client is used as given: nothing is defined on it. With a Cluster, ioredis routes each call by its
+ * first key.
  */
 export function createScriptRunner(client: ScriptClient): ScriptRunner {
+  const loaded = new Set<string>()
   return {
     async run(script, keys, args) {
+      if (!loaded.has(script.sha1)) {
+        const reply = await client.eval(script.lua, keys.length, ...keys, ...args)
+        loaded.add(script.sha1)
+        return reply
+      }
       try {
         return await client.evalsha(script.sha1, keys.length, ...keys, ...args)
       } catch (error) {

@@ -1,4 +1,5 @@
-import type { BreakerSet } from './circuit-breaker.js'
+import type { Deadline } from './guarded-call.js'
+import type { ServerSet } from './server-set.js'
 
 /** The brand (and interface version) of a fleetlimit store. */
 export const STORE = Symbol.for('fleetlimit.store.v1')
@@ -59,20 +60,30 @@ export interface LeaseResult extends WindowResult {
  */
 export interface Store {
   readonly [STORE]: true
-  /** Records every request's cost only if every window has room; a denial records nothing. */
-  consume(requests: readonly WindowRequest[]): Promise<WindowResult[]>
+  /**
+   * Records every request's cost only if every window has room; a denial records nothing. A remote store
+   * records nothing after `deadline.at` (performance.now() time, read when sending): its caller has given up.
+   */
+  consume(requests: readonly WindowRequest[], deadline?: Deadline): Promise<WindowResult[]>
   /** Decides and records nothing; `remaining` is what each window holds now. */
   peek(requests: readonly WindowRequest[]): Promise<WindowResult[]>
   /** Forgets every unit of a key. */
   reset(key: string): Promise<void>
   /** Reserves units for this process; their admissions are then made locally (the local tier's leases). */
-  lease?(request: LeaseRequest): Promise<LeaseResult>
+  lease?(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult>
   /** Returns `units` unused units of a lease. */
   release?(key: string, lease: Lease, units: number): Promise<void>
   /** For a remote store: false while its connection is down, so that limiters do not send at all. */
   isConnected?(): boolean
-  /** For a remote store: the circuit breakers (one per server) that every limiter on this store shares. */
-  readonly breakers?: BreakerSet
+  /**
+   * For a remote store: when its connection last became ready (performance.now() time); +Infinity while its
+   * first connection is being made; undefined while a lost one is.
+   */
+  readySince?(): number | undefined
+  /** For a remote store: the client's last connection error, which says why it is disconnected. */
+  lastError?(): unknown
+  /** For a remote store: the guards (breaker, calls in flight) of its servers, shared by every limiter on it. */
+  readonly servers?: ServerSet
 }
 
 export function isStore(value: unknown): value is Store {

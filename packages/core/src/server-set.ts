@@ -1,0 +1,88 @@
+import { type CallGate, createCallGate } from './call-gate.js'
+import {
+  type BreakerState,
+  type CircuitBreaker,
+  type CircuitBreakerOptions,
+  createCircuitBreaker,
+  resolveBreakerOptions,
+} from './circuit-breaker.js'
+import { checkInteger } from './options.js'
+
+/** What guards the calls to one server: its circuit breaker and the bound on its calls in flight. */
+export interface ServerGuard {
+  readonly breaker: CircuitBreaker
+  readonly gate: CallGate
+  /** When the server last answered a call (performance.now() time): a late call says less when others are answered. */
+  answeredAt: number
+}
+
+export interface ServerSetOptions {
+  breaker?: CircuitBreakerOptions
+  /** The most calls in flight to one server from this store; more wait for a slot. Default 128. */
+  maxInFlight?: number
+}
+
+/**
+ * One guard per server behind a store, made on first use and shared by every limiter on the store: on a Redis
+ * Cluster, a dead master opens only the breaker of the slots it served, and tenants on the other masters keep
+ * their store decisions.
+ */
+export interface ServerSet {
+  /** The guard of the server that holds this key. */
+  for(key: string): ServerGuard
+  /** The worst breaker state among the servers called lately (an unused one, say a failed-over master, is left out). */
+  readonly state: BreakerState
+  /** Openings of every breaker. */
+  readonly openings: number
+  /** Any breaker opened, or closed. */
+  on(event: 'open' | 'close', listener: () => void): () => void
+}
+
+const STATE_ORDER: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 }
+
+export function createServerSet(
+  options: ServerSetOptions = {},
+  serverOf: (key: string) => string = () => '',
+  clock = () => performance.now(),
+): ServerSet {
+  const breakerOptions = resolveBreakerOptions(options.breaker ?? {})
+  const maxInFlight = checkInteger(options.maxInFlight ?? 128, 'redisStore.maxInFlight', 1, 100_000)
+  const servers = new Map<string, ServerGuard & { usedAt: number }>()
+  const listeners = { open: new Set<() => void>(), close: new Set<() => void>() }
+  const recently = () => clock() - Math.max(10_000, 2 * breakerOptions.cooldownMs)
+  return {
+    for(key) {
+      const server = serverOf(key)
+      let entry = servers.get(server)
+      if (!entry) {
+        const breaker = createCircuitBreaker(breakerOptions, clock)
+        for (const event of ['open', 'close'] as const) {
+          breaker.on(event, () => {
+            for (const listener of listeners[event]) listener()
+          })
+        }
+        entry = { breaker, gate: createCallGate(maxInFlight), answeredAt: Number.NEGATIVE_INFINITY, usedAt: 0 }
+        servers.set(server, entry)
+      }
+      entry.usedAt = clock()
+      return entry
+    },
+    get state() {
+      let worst: BreakerState = 'closed'
+      const since = recently()
+      for (const { breaker, usedAt } of servers.values()) {
+        if (usedAt >= since && STATE_ORDER[breaker.state] > STATE_ORDER[worst]) worst = breaker.state
+      }
+      return worst
+    },
+    get openings() {
+      let openings = 0
+      for (const { breaker } of servers.values()) openings += breaker.openings
+      return openings
+    },
+    on(event, listener) {
+      listeners[event].add(listener)
+      return () => listeners[event].delete(listener)
+    },
+  }
+}
