@@ -96,7 +96,7 @@ async function scenario(kind: 'kill' | 'freeze', { warmupMs, faultMs }: Required
   return {
     kind,
     decisionsDuringFault: during.length,
-    slowestMs: Math.max(...during.map((s) => s.ms)),
+    slowestMs: during.reduce((most, s) => Math.max(most, s.ms), 0),
     p50Ms: quantile(
       during.map((s) => s.ms),
       0.5,

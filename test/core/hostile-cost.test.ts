@@ -22,15 +22,20 @@ describe('no single call can freeze Redis: the work of one decision is bounded',
   })
   after(() => redis.quit())
 
-  it('a sliding-log cost above 1,000 units is refused with a coded error that names the way out; nothing is recorded', async () => {
-    const prefix = uniquePrefix()
-    const limiter = createRateLimiter({
+  /** A limit of 1e9 bytes per hour, on its own prefix: the kind of policy that takes a cost from a request. */
+  const bytesPerHour = (prefix: string, algorithm: 'sliding-log' | 'bucketed') =>
+    createRateLimiter({
       store: redisStore(redis, { prefix }),
       name: 'bytes',
       limit: 1e9,
       window: '1h',
+      algorithm,
       logger: quiet,
     })
+
+  it('a sliding-log cost above 1,000 units is refused with a coded error that names the way out; nothing is recorded', async () => {
+    const prefix = uniquePrefix()
+    const limiter = bytesPerHour(prefix, 'sliding-log')
     const error = await errorOf(() => limiter.consume('t', { cost: 3_500_000 }))
     expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_OPTION')).to.equal(true)
     expect(error?.option).to.equal('cost')
@@ -42,14 +47,7 @@ describe('no single call can freeze Redis: the work of one decision is bounded',
 
   it('the bucketed algorithm takes any cost up to the limit, in one counter', async () => {
     const prefix = uniquePrefix()
-    const limiter = createRateLimiter({
-      store: redisStore(redis, { prefix }),
-      name: 'bytes',
-      limit: 1e9,
-      window: '1h',
-      algorithm: 'bucketed',
-      logger: quiet,
-    })
+    const limiter = bytesPerHour(prefix, 'bucketed')
     expect((await limiter.consume('t', { cost: 3_500_000 })).remaining).to.equal(1e9 - 3_500_000)
     expect(await redis.hlen(`${prefix}:bytes~bw1-3600000-60:{t}`)).to.equal(1)
   })

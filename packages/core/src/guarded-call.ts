@@ -90,8 +90,8 @@ export async function guardedCall<T>(
  * Sends the call and rejects with DeadlineExceeded when it has not settled `ms` after it was sent. The time is
  * the server's to answer in, so time it could not is not counted, once: a call sent while the connection was
  * being made gets `ms` from when it was ready; when the timer runs late (a blocked event loop), the server gets
- * a fresh `ms` from then; and a reply that arrived in time is read before giving up. `onDeadline` runs when the call is given up (its slot is freed then, not when a
- * stalled server finally answers).
+ * a fresh `ms` from then; and a reply that arrived in time is read before giving up. `onDeadline` runs when the
+ * call is given up (its slot is freed then, not when a stalled server finally answers).
  */
 function sendWithin<T>(
   call: (deadline: Deadline) => Promise<T>,
@@ -100,56 +100,75 @@ function sendWithin<T>(
   report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
   onDeadline?: () => void,
 ): Promise<T> {
-  const sentAt = performance.now()
-  const deadline = { at: sentAt + ms }
   return new Promise<T>((resolve, reject) => {
-    let settled = false
-    let extended = false
-    const settle = (outcome: CallOutcome) => {
-      settled = true
-      clearTimeout(timer)
-      report?.(outcome, performance.now() - sentAt)
-    }
-    const giveUp = () => {
-      if (settled) return
-      settle('timeout')
-      onDeadline?.()
-      reject(new DeadlineExceeded(`no answer within timeoutMs (${ms} ms)`))
-    }
-    const expire = () => {
-      const now = performance.now()
-      const readySince = connection.readySince() ?? Number.NEGATIVE_INFINITY
-      let later = 0
-      if (readySince > sentAt) later = Math.min(readySince, now) + ms
-      else if (now - deadline.at > LATE_TIMER_MS) later = now + ms
-      if (!extended && later > now) {
-        extended = true
-        deadline.at = later
-        timer = setTimeout(expire, later - now)
-        return
-      }
-      // Timers run before the poll phase reads the sockets: a reply that arrived while the event loop was
-      // busy is read only after this callback. Look again once the poll phase has run (setImmediate).
-      setImmediate(giveUp)
-    }
-    let timer = setTimeout(expire, ms)
-    let pending: Promise<T>
+    const pending = new PendingCall<T>(ms, connection, report, onDeadline, resolve, reject)
+    let sent: Promise<T>
     try {
-      pending = call(deadline)
+      sent = call(pending.deadline)
     } catch (error) {
-      pending = Promise.reject(error)
+      sent = Promise.reject(error)
     }
-    pending.then(
-      (value) => {
-        if (settled) return
-        settle('ok')
-        resolve(value)
-      },
-      (error: unknown) => {
-        if (settled) return
-        settle(error instanceof DeadlineExceeded ? 'timeout' : 'error')
-        reject(error)
-      },
-    )
+    sent.then(pending.settle, pending.fail)
   })
+}
+
+/** One call in flight: its deadline, its timer, and how it ends (one object per call, few closures). */
+class PendingCall<T> {
+  readonly sentAt = performance.now()
+  readonly deadline: { at: number }
+  private settled = false
+  private extended = false
+  private timer: ReturnType<typeof setTimeout>
+
+  constructor(
+    private readonly ms: number,
+    private readonly connection: Connection,
+    private readonly report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
+    private readonly onDeadline: (() => void) | undefined,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.deadline = { at: this.sentAt + ms }
+    this.timer = setTimeout(this.expire, ms)
+  }
+
+  readonly settle = (value: T): void => {
+    if (this.end('ok')) this.resolve(value)
+  }
+
+  readonly fail = (error: unknown): void => {
+    if (this.end(error instanceof DeadlineExceeded ? 'timeout' : 'error')) this.reject(error)
+  }
+
+  private readonly expire = (): void => {
+    const now = performance.now()
+    const readySince = this.connection.readySince() ?? Number.NEGATIVE_INFINITY
+    let later = 0
+    if (readySince > this.sentAt) later = Math.min(readySince, now) + this.ms
+    else if (now - this.deadline.at > LATE_TIMER_MS) later = now + this.ms
+    if (!this.extended && later > now) {
+      this.extended = true
+      this.deadline.at = later
+      this.timer = setTimeout(this.expire, later - now)
+      return
+    }
+    // Timers run before the poll phase reads the sockets: a reply that arrived while the event loop was
+    // busy is read only after this callback. Look again once the poll phase has run (setImmediate).
+    setImmediate(this.giveUp)
+  }
+
+  private readonly giveUp = (): void => {
+    if (!this.end('timeout')) return
+    this.onDeadline?.()
+    this.reject(new DeadlineExceeded(`no answer within timeoutMs (${this.ms} ms)`))
+  }
+
+  /** Ends the call once: false when it had ended already. */
+  private end(outcome: CallOutcome): boolean {
+    if (this.settled) return false
+    this.settled = true
+    clearTimeout(this.timer)
+    this.report?.(outcome, performance.now() - this.sentAt)
+    return true
+  }
 }

@@ -170,10 +170,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const leasable = policies.length === 1 && first.algorithm === 'sliding-log'
   const tier = local && createLocalTier(leasable ? local : { ...local, lease: false }, first, store, counters)
 
+  const keyNames = policies.map(policyKeyName)
   const keysOf = (input: KeyInput): string[] =>
-    policies.map((p) => {
+    policies.map((p, i) => {
       const tenantOnly = p.scope === 'tenant' && typeof input === 'object' && input !== null
-      return buildKey(policyKeyName(p), tenantOnly ? { tenant: input.tenant } : input)
+      return buildKey(keyNames[i] as string, tenantOnly ? { tenant: input.tenant } : input)
     })
 
   const requestsOf = (keys: readonly string[], cost: number): WindowRequest[] =>
@@ -196,7 +197,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const connected = () => store.isConnected?.() !== false
   const connection = { connected, readySince: () => (store.readySince ? store.readySince() : 0) }
   const report = (outcome: 'ok' | 'error' | 'timeout', durationMs: number) => {
-    if (events.has('storeCall')) events.emit('storeCall', { durationMs, outcome })
+    events.emit('storeCall', { durationMs, outcome })
   }
 
   /** Asks the store under the guard of the key's server (breaker, calls in flight, deadline). */
@@ -205,7 +206,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       counters.storeCalls++
       return call(deadline)
     }
-    const result = await guardedCall(servers?.for(key), connection, timeoutMs, counting, report)
+    const reporting = events.has('storeCall') ? report : undefined
+    const result = await guardedCall(servers?.for(key), connection, timeoutMs, counting, reporting)
     if (failuresThisOutage > 0) {
       logger.info?.(
         `fleetlimit: the store answers again for policy "${first.name}" (${failuresThisOutage} decisions without it).`,

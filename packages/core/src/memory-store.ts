@@ -118,14 +118,16 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
    * algorithm, or no room for a new key, rejects the call alone and changes nothing.
    */
   function entriesOf(requests: readonly (WindowRequest | LeaseRequest)[], create: boolean): Entry[] {
+    const found: (Entry | undefined)[] = []
     let missing = 0
     for (const request of requests) {
       const entry = entries.get(request.key)
+      found.push(entry)
       if (entry === undefined) missing++
       else if ((entry.counter !== undefined) !== ('buckets' in request && request.buckets !== undefined)) {
         const held = entry.counter ? 'a bucketed' : 'a sliding-log'
         throw new StoreError(
-          `key ${describe(request.key)} holds ${held} window; a call of the other algorithm cannot use it (give the policies different names)`,
+          `key ${describe(request.key)} holds ${held} window; a call of the other algorithm cannot use it`,
         )
       }
     }
@@ -134,9 +136,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
         `memory store full: it holds maxKeys (${maxKeys}) keys with live windows, so a new key is refused; raise maxKeys or use redisStore`,
       )
     }
-    return requests.map((request) => {
+    return requests.map((request, i) => {
       const buckets = 'buckets' in request ? request.buckets : undefined
-      let entry = entries.get(request.key)
+      let entry = found[i]
       if (entry === undefined) {
         entry =
           buckets === undefined

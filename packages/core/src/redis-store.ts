@@ -86,14 +86,15 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
   async function runBefore(
     script: LuaScript,
     keys: string[],
-    argsWith: (deadlineUs: number) => (string | number)[],
+    args: (string | number)[],
     deadline: Deadline | undefined,
   ): Promise<number[]> {
     const clock = clockOf(keys[0] as string)
+    const at = DEADLINE_ARG.get(script) as number
     for (let attempt = 0; ; attempt++) {
       const serverDeadline = deadline === undefined ? undefined : clock.serverTimeAt(deadline.at)
-      const deadlineUs = serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000)
-      const reply = numbers(await runner.run(script, keys, argsWith(deadlineUs)), script)
+      args[at] = serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000)
+      const reply = numbers(await runner.run(script, keys, args), script)
       const receivedAt = performance.now()
       const nowUs = reply[script === slidingWindowMultiScript ? 1 : 4] as number
       clock.observe(nowUs / 1000, receivedAt)
@@ -120,21 +121,18 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     const [first] = requests
     if (requests.length === 1 && first?.buckets !== undefined) {
       const { limit, windowMs, buckets, cost } = first
-      const reply = await runBefore(bucketedWindowScript, keys, (d) => [limit, windowMs, buckets, cost, mode, d], until)
+      const reply = await runBefore(bucketedWindowScript, keys, [limit, windowMs, buckets, cost, mode, 0], until)
       return [toResult(reply, 0, reply[4] as number)]
     }
     if (requests.length === 1 && first) {
       const { limit, windowMs, cost } = first
-      const reply = await runBefore(slidingWindowScript, keys, (d) => [limit, windowMs, cost, member, mode, d], until)
+      const reply = await runBefore(slidingWindowScript, keys, [limit, windowMs, cost, member, mode, 0], until)
       return [toResult(reply, 0, reply[4] as number)]
     }
     // One cost for every window: the limiter asks for the same units in each policy.
-    const argsWith = (d: number) => {
-      const args: (string | number)[] = [first?.cost ?? 1, member, mode, d]
-      for (const request of requests) args.push(request.limit, request.windowMs)
-      return args
-    }
-    const reply = await runBefore(slidingWindowMultiScript, keys, argsWith, until)
+    const args: (string | number)[] = [first?.cost ?? 1, member, mode, 0]
+    for (const request of requests) args.push(request.limit, request.windowMs)
+    const reply = await runBefore(slidingWindowMultiScript, keys, args, until)
     if (reply.length !== 2 + 4 * requests.length) throw unexpected(reply, slidingWindowMultiScript)
     return requests.map((_, i) => toResult(reply, 2 + 4 * i, reply[1] as number))
   }
@@ -142,8 +140,8 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
   async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {
     const id = `${tag + (counter++).toString(36)}l`
     const { key, limit, windowMs, want, min, waitFor, ttlMs } = request
-    const argsWith = (d: number) => [limit, windowMs, want, min, waitFor, ttlMs, id, d]
-    const reply = await runBefore(leaseScript, [`${prefix}:${key}`], argsWith, deadline)
+    const args = [limit, windowMs, want, min, waitFor, ttlMs, id, 0]
+    const reply = await runBefore(leaseScript, [`${prefix}:${key}`], args, deadline)
     const [granted, , , , nowUs, scoreUs] = reply as [number, number, number, number, number, number]
     return {
       ...toResult([granted > 0 ? 1 : 0, ...reply.slice(1)], 0, nowUs),
@@ -192,6 +190,14 @@ function isScriptClient(client: unknown): client is ScriptClient {
 }
 
 const RELEASE_CHUNK = 1_000
+
+// Where each recording script takes its deadline among its arguments (see lua/*.lua).
+const DEADLINE_ARG = new Map([
+  [slidingWindowScript, 5],
+  [bucketedWindowScript, 5],
+  [slidingWindowMultiScript, 3],
+  [leaseScript, 7],
+])
 
 // Replies of every script: their length, but for the multi-window script's, which depends on its windows
 // (and is 2 when its deadline passed).

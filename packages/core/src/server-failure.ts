@@ -5,7 +5,8 @@ const SERVER_STATES = new Set(['LOADING', 'MASTERDOWN', 'CLUSTERDOWN', 'TRYAGAIN
 
 /**
  * True when an error from a store call says the server is unreachable or unable to serve (a lost connection, a
- * missed deadline, LOADING, MASTERDOWN, CLUSTERDOWN, TRYAGAIN, BUSY, a refused login); false for an error reply about the call.
+ * missed deadline, LOADING, MASTERDOWN, CLUSTERDOWN, TRYAGAIN, BUSY, a refused login); false for an error
+ * reply about the call.
  */
 export function isServerFailure(error: unknown): boolean {
   const reply = replyCode(error)
