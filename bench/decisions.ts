@@ -1,16 +1,15 @@
 // Decisions part: decisions per second from one Node process, calling each limiter's Redis operation
 // directly (no HTTP), with 1 and with 100 decisions in flight; beside them, redis-benchmark's EVALSHA of
-// our sliding-window script: the server's own ceiling on this machine.
+// our sliding-log script: the server's own ceiling on this machine.
 import { execFile } from 'node:child_process'
 import { once } from 'node:events'
-import { createRequire } from 'node:module'
 import { promisify } from 'node:util'
-import { createRateLimiter, type LocalOptions, redisStore, slidingWindowScript } from '@fleetlimit/core'
-import type { Options as ExpressRateLimitOptions } from 'express-rate-limit'
+import { createRateLimiter, type LocalOptions, redisStore } from '@fleetlimit/core'
 import { Redis } from 'ioredis'
-import { type RedisReply, RedisStore } from 'rate-limit-redis'
-import { RateLimiterRedis } from 'rate-limiter-flexible'
+// Internal to core (not in its exports), so by path: the script redis-benchmark sends.
+import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
 import { startRedisServer } from '../test/support/redis-server.js'
+import { limiterName, PEERS } from './peers.js'
 import type { PartResult } from './run.js'
 
 export interface DecisionsOptions {
@@ -32,36 +31,11 @@ const WINDOW_MS = 60_000
 type Decide = () => Promise<boolean>
 
 interface Subject {
-  readonly name: string
+  readonly limiter: string
   readonly call: string
   /** 'admitted' (one key, a huge limit) unless said otherwise. */
   readonly load?: 'denied'
   setup(client: Redis): Promise<Decide>
-}
-
-// Not in their packages' exports or types, but plain files of them: the Redis stores the middlewares use.
-const require = createRequire(import.meta.url)
-type FastifyRedisStore = new (
-  continueExceeding: boolean,
-  exponentialBackoff: boolean,
-  redis: Redis,
-  key?: string,
-) => {
-  incr(
-    key: string,
-    cb: (error: Error | null, result: { current: number; ttl: number } | null) => void,
-    timeWindow: number,
-    max: number,
-  ): void
-}
-type AsyncRatelimiter = new (options: {
-  id: string
-  db: Redis
-  max: number
-  duration: number
-  namespace?: string
-}) => {
-  get(): Promise<{ remaining: number; reset: number; total: number }>
 }
 
 const fleetlimit =
@@ -72,59 +46,19 @@ const fleetlimit =
   }
 
 const SUBJECTS: readonly Subject[] = [
+  ...PEERS.map(
+    (peer): Subject => ({
+      limiter: peer.id,
+      call: peer.call,
+      async setup(client) {
+        const decide = await peer.createDecide(client, { limit: LIMIT, windowMs: WINDOW_MS })
+        return () => decide('bench')
+      },
+    }),
+  ),
+  { limiter: 'fleetlimit, store only', call: 'limiter.consume, local: false', setup: fleetlimit(false) },
   {
-    name: 'express-rate-limit (rate-limit-redis)',
-    call: 'RedisStore.increment',
-    async setup(client) {
-      const store = new RedisStore({
-        sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as Promise<RedisReply>,
-      })
-      await store.init({ windowMs: WINDOW_MS } as ExpressRateLimitOptions)
-      return async () => (await store.increment('bench')).totalHits <= LIMIT
-    },
-  },
-  {
-    name: 'rate-limiter-flexible',
-    call: 'RateLimiterRedis.consume',
-    async setup(client) {
-      const limiter = new RateLimiterRedis({ storeClient: client, points: LIMIT, duration: WINDOW_MS / 1000 })
-      return () =>
-        limiter.consume('bench').then(
-          () => true,
-          () => false,
-        )
-    },
-  },
-  {
-    name: '@fastify/rate-limit',
-    call: 'store/RedisStore.incr',
-    async setup(client) {
-      const Store = require('@fastify/rate-limit/store/RedisStore.js') as FastifyRedisStore
-      const store = new Store(false, false, client)
-      return () =>
-        new Promise<boolean>((resolve, reject) =>
-          store.incr(
-            'bench',
-            (error, result) => (error ? reject(error) : resolve((result?.current ?? 0) <= LIMIT)),
-            WINDOW_MS,
-            LIMIT,
-          ),
-        )
-    },
-  },
-  {
-    name: 'koa-ratelimit (async-ratelimiter)',
-    call: 'get()',
-    async setup(client) {
-      const Limiter = require('koa-ratelimit/limiter/redis.js') as AsyncRatelimiter
-      // koa-ratelimit builds one of these per request; the Redis call is the same.
-      const limiter = new Limiter({ id: 'bench', db: client, max: LIMIT, duration: WINDOW_MS })
-      return async () => (await limiter.get()).remaining > 0
-    },
-  },
-  { name: 'fleetlimit, store only', call: 'limiter.consume, local: false', setup: fleetlimit(false) },
-  {
-    name: 'fleetlimit, the store alone',
+    limiter: 'fleetlimit, the store alone',
     call: 'redisStore(client).consume',
     async setup(client) {
       const store = redisStore(client)
@@ -132,14 +66,14 @@ const SUBJECTS: readonly Subject[] = [
       return async () => (await store.consume([request]))[0]?.allowed ?? false
     },
   },
-  { name: 'fleetlimit, deny cache (default local tier)', call: 'limiter.consume', setup: fleetlimit({}) },
+  { limiter: 'fleetlimit, deny cache (default local tier)', call: 'limiter.consume', setup: fleetlimit({}) },
   {
-    name: 'fleetlimit, leases on a hot key',
+    limiter: 'fleetlimit, leases on a hot key',
     call: "limiter.consume, lease: 'auto'",
     setup: fleetlimit({ lease: 'auto' }),
   },
   {
-    name: 'fleetlimit, deny cache',
+    limiter: 'fleetlimit, deny cache',
     call: 'limiter.consume',
     load: 'denied',
     // A limit of 1 per hour, exhausted by the warm-up: the deny cache answers.
@@ -215,7 +149,7 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
           await drive(decide, inFlight, warmMs)
           const run = await drive(decide, inFlight, durationMs)
           rows.push({
-            limiter: subject.name,
+            limiter: subject.limiter,
             call: subject.call,
             load: subject.load ?? 'admitted',
             inFlight,
@@ -229,12 +163,11 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
       }
     }
     await admin.flushall()
-    const sha = await admin.script('LOAD', slidingWindowScript.lua)
-    if (sha !== slidingWindowScript.sha1)
-      throw new Error(`SCRIPT LOAD gave ${String(sha)}, not ${slidingWindowScript.sha1}`)
-    benchmark.push(await redisBenchmark(server.port, slidingWindowScript.sha1, benchmarkRequests[0], 1))
+    const sha = await admin.script('LOAD', slidingLogScript.lua)
+    if (sha !== slidingLogScript.sha1) throw new Error(`SCRIPT LOAD gave ${String(sha)}, not ${slidingLogScript.sha1}`)
+    benchmark.push(await redisBenchmark(server.port, slidingLogScript.sha1, benchmarkRequests[0], 1))
     await admin.flushall()
-    benchmark.push(await redisBenchmark(server.port, slidingWindowScript.sha1, benchmarkRequests[1], 16))
+    benchmark.push(await redisBenchmark(server.port, slidingLogScript.sha1, benchmarkRequests[1], 16))
     admin.disconnect()
   } finally {
     await server.stop()
@@ -255,10 +188,10 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
       const [limiter, call, load] = id.split('\u0000') as [string, string, string]
       const cell = (inFlight: number) =>
         rows.find((r) => r.limiter === limiter && r.load === load && r.inFlight === inFlight)?.perSecond ?? Number.NaN
-      return `| ${limiter} | \`${call}\` | ${load} | ${rate(cell(1))} | ${rate(cell(100))} |`
+      return `| ${limiterName(limiter)} | \`${call}\` | ${load} | ${rate(cell(1))} | ${rate(cell(100))} |`
     }),
     '',
-    `The server's own ceiling: \`redis-benchmark\` sending \`EVALSHA\` of lua/sliding-window.lua with redisStore's`,
+    `The server's own ceiling: \`redis-benchmark\` sending \`EVALSHA\` of lua/sliding-log.lua with redisStore's`,
     `arguments (one key, limit ${LIMIT.toExponential(0)}, window ${WINDOW_MS} ms, cost 1, a random member, 'consume'):`,
     '',
     '| redis-benchmark | clients | requests | EVALSHA/s |',

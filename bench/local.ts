@@ -1,5 +1,5 @@
 // Local part: store calls per request with the deny cache and with leases, on one hot key shared by four
-// processes, and the most admissions in any window divided by the limit (never above 1.00).
+// processes, and the most admissions in any window divided by the limit.
 import type { LocalOptions } from '@fleetlimit/core'
 import { type FleetReport, runFleet } from '../examples/demo/fleet.js'
 import { maxInWindow } from '../examples/demo/recording-store.js'

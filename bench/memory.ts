@@ -1,16 +1,10 @@
 // Memory part: Redis bytes per key for each algorithm at several limits, the same for the popular Redis
 // limiters, and what the bucketed algorithm's bounded memory costs in admissions against the sliding log on
 // the same schedule.
-import { fastifyRateLimit, type RateLimitPluginOptions } from '@fastify/rate-limit'
-import { memoryStore, redisStore, type WindowRequest } from '@fleetlimit/core'
-import type { Options as ExpressRateLimitOptions } from 'express-rate-limit'
-import Fastify, { type FastifyPluginAsync } from 'fastify'
+import { memoryStore, redisStore, type Store } from '@fleetlimit/core'
 import { Redis } from 'ioredis'
-import type { Context } from 'koa'
-import koaRatelimit from 'koa-ratelimit'
-import { type RedisReply, RedisStore } from 'rate-limit-redis'
-import { RateLimiterRedis } from 'rate-limiter-flexible'
 import { startRedisServer } from '../test/support/redis-server.js'
+import { PEERS, type Peer, type PeerId } from './peers.js'
 import type { PartResult } from './run.js'
 
 const LIMITS = [100, 10_000, 100_000]
@@ -37,62 +31,13 @@ async function bytesPerKey(redis: Redis, limit: number, buckets: number | undefi
   return Number(await redis.memory('USAGE', `${prefix}:k`, 'SAMPLES', '0'))
 }
 
-const PEERS = [
-  {
-    name: 'express-rate-limit 8 + rate-limit-redis 6',
-    algorithm: 'fixed window (counter)',
-    /** Admits `limit` requests of one key through the peer's own API. */
-    async fill(redis: Redis, limit: number) {
-      const store = new RedisStore({
-        sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply>,
-      })
-      await store.init({ windowMs: PEER_WINDOW_MS } as ExpressRateLimitOptions)
-      await inChunks(limit, () => store.increment('k'))
-    },
-  },
-  {
-    name: 'rate-limiter-flexible 11 RateLimiterRedis',
-    algorithm: 'fixed window (counter)',
-    async fill(redis: Redis, limit: number) {
-      const limiter = new RateLimiterRedis({ storeClient: redis, points: limit, duration: PEER_WINDOW_MS / 1000 })
-      await inChunks(limit, () => limiter.consume('k'))
-    },
-  },
-  {
-    name: '@fastify/rate-limit 11 (redis)',
-    algorithm: 'fixed window (counter)',
-    async fill(redis: Redis, limit: number) {
-      const app = Fastify()
-      // Its types name the workspace's hoisted fastify, not the pinned one this app runs on.
-      const plugin = fastifyRateLimit as unknown as FastifyPluginAsync<RateLimitPluginOptions>
-      await app.register(plugin, { redis, max: limit, timeWindow: PEER_WINDOW_MS, keyGenerator: () => 'k' })
-      app.get('/', async () => 'ok')
-      await inChunks(limit, async () => {
-        const response = await app.inject('/')
-        if (response.statusCode !== 200) throw new Error(`@fastify/rate-limit answered ${response.statusCode}`)
-      })
-      await app.close()
-    },
-  },
-  {
-    name: 'koa-ratelimit 6 (redis)',
-    algorithm: 'sliding log (ZSET, one member per request)',
-    async fill(redis: Redis, limit: number) {
-      // @types/koa-ratelimit types `db` as an ioredis 4 client (@types/ioredis); the package takes any ioredis.
-      const db = redis as unknown as koaRatelimit.MiddlewareOptions['db']
-      const middleware = koaRatelimit({ driver: 'redis', db, duration: PEER_WINDOW_MS, max: limit, id: () => 'k' })
-      // The middleware called directly, with the little of a Koa context it reads.
-      await inChunks(limit, async () => {
-        const ctx = { state: {}, set() {}, throw() {} } as unknown as Context
-        let admitted = false
-        await middleware(ctx, async () => {
-          admitted = true
-        })
-        if (!admitted) throw new Error('koa-ratelimit denied a request under its limit')
-      })
-    },
-  },
-]
+/** Admits `limit` requests of one key through the store call of the peer's middleware. */
+async function fill(peer: Peer, redis: Redis, limit: number): Promise<void> {
+  const decide = await peer.createDecide(redis, { limit, windowMs: PEER_WINDOW_MS })
+  await inChunks(limit, async () => {
+    if (!(await decide('k'))) throw new Error(`${peer.name} denied a request under its limit`)
+  })
+}
 
 /** Runs `count` calls, a hundred at a time. */
 async function inChunks(count: number, call: () => Promise<unknown>): Promise<void> {
@@ -124,7 +69,7 @@ async function underAdmission(buckets: number) {
   const bucketed = memoryStore({ clock: () => now })
   let admittedLog = 0
   let admittedBucketed = 0
-  const request: WindowRequest = { key: 'k', limit, windowMs, cost: 1 }
+  const request: Parameters<Store['consume']>[0][number] = { key: 'k', limit, windowMs, cost: 1 }
   for (let t = 0; t < 20 * windowMs; t += windowMs / (3 * limit)) {
     now = t
     if ((await log.consume([request]))[0]?.allowed) admittedLog++
@@ -138,6 +83,7 @@ export async function memory({ limits = LIMITS }: MemoryOptions = {}): Promise<P
   const redis = new Redis(server.url)
   const rows: { limit: number; slidingLogBytes: number; bucketedBytes: number }[] = []
   const peers: {
+    limiter: PeerId
     name: string
     algorithm: string
     limit: number
@@ -156,9 +102,17 @@ export async function memory({ limits = LIMITS }: MemoryOptions = {}): Promise<P
     for (const peer of PEERS) {
       for (const limit of PEER_LIMITS.filter((l) => limits.includes(l))) {
         await redis.flushall()
-        await peer.fill(redis, limit)
+        await fill(peer, redis, limit)
         const { keys, bytes } = await keysAndBytes(redis)
-        peers.push({ name: peer.name, algorithm: peer.algorithm, limit, keys, bytes, perAdmitted: bytes / limit })
+        peers.push({
+          limiter: peer.id,
+          name: peer.name,
+          algorithm: peer.algorithm,
+          limit,
+          keys,
+          bytes,
+          perAdmitted: bytes / limit,
+        })
       }
     }
   } finally {
@@ -178,8 +132,10 @@ export async function memory({ limits = LIMITS }: MemoryOptions = {}): Promise<P
   const peerRows = PEERS.map((peer) => ({
     name: peer.name,
     algorithm: peer.algorithm,
-    keys: (peers.find((p) => p.name === peer.name)?.keys ?? []).map((k) => `\`${k}\``).join(', '),
-    cells: peerLimits.map((limit) => peers.find((p) => p.name === peer.name && p.limit === limit)?.bytes ?? Number.NaN),
+    keys: (peers.find((p) => p.limiter === peer.id)?.keys ?? []).map((k) => `\`${k}\``).join(', '),
+    cells: peerLimits.map(
+      (limit) => peers.find((p) => p.limiter === peer.id && p.limit === limit)?.bytes ?? Number.NaN,
+    ),
   }))
   const cells = (bytes: readonly number[]) =>
     bytes
@@ -195,9 +151,9 @@ export async function memory({ limits = LIMITS }: MemoryOptions = {}): Promise<P
     '|---|---|---|',
     ...rows.map((r) => `| ${r.limit.toLocaleString('en')} | ${kb(r.slidingLogBytes)} | ${kb(r.bucketedBytes)} |`),
     '',
-    `Beside the popular Redis limiters: one key filled to its limit through each peer's own API (a ${PEER_WINDOW_MS / 1000} s window,`,
-    'so nothing expires while it fills), then `MEMORY USAGE` of every key the peer created (found with `SCAN` on',
-    "the bench's own server); fleetlimit's figures are those above.",
+    "Beside the popular Redis limiters: one key filled to its limit through the store call each peer's middleware",
+    `makes (a ${PEER_WINDOW_MS / 1000} s window, so nothing expires while it fills), then \`MEMORY USAGE\` of every key the`,
+    "peer created (found with `SCAN` on the bench's own server); fleetlimit's figures are those above.",
     '',
     `| limiter | algorithm | keys it made | ${peerLimits.map((l) => `bytes at ${l.toLocaleString('en')} | per admitted`).join(' | ')} |`,
     `|---|---|---|${peerLimits.map(() => '---|---|').join('')}`,

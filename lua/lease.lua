@@ -1,7 +1,7 @@
 #!lua
 -- lease.lua: reserves up to `want` units of one key's window for one process, in one atomic call.
 --
--- KEYS[1]  the key's sorted set (the same one sliding-window.lua decides on)
+-- KEYS[1]  the key's sorted set (the same one sliding-log.lua decides on)
 -- ARGV[1]  limit    positive integer: the most units admitted in any window
 -- ARGV[2]  window   window length in milliseconds
 -- ARGV[3]  want     the most units to reserve

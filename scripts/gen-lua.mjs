@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Turns lua/*.lua into packages/core/src/scripts.generated.ts, so the runtime never reads
+// Turns lua/*.lua into packages/core/src/store/scripts.generated.ts, so the runtime never reads
 // .lua files from disk. `--check` exits 1 when the committed module is stale.
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const luaDir = join(root, 'lua')
-const target = join(root, 'packages/core/src/scripts.generated.ts')
+const target = join(root, 'packages/core/src/store/scripts.generated.ts')
 
 const camel = (name) => name.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase())
 

@@ -22,7 +22,7 @@ const peers = {
   '@opentelemetry/sdk-metrics': 'node_modules',
 }
 // Each package's entries: the files a consumer loads; anything else in dist is a chunk they share.
-const entries: Record<string, string[]> = { core: ['index', 'otel'] }
+const entries: Record<string, string[]> = { core: ['index', 'http', 'otel'] }
 const CHUNK = /^[\w]+-[\w-]{8}\.(mjs|cjs|d\.mts|d\.cts)$/
 
 // What a consumer does with the published tarball: a limiter from each module system, and an error

@@ -1,4 +1,5 @@
-import { STORE, type Store } from '@fleetlimit/core'
+import type { Store } from '@fleetlimit/core'
+import { STORE } from '../../packages/core/src/store/store.js'
 
 /**
  * Wraps a store to note the store-clock time (ms) of every unit it admits: plain admissions, and the units a

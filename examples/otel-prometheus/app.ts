@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createRateLimiter, ipTenant, type Store } from '@fleetlimit/core'
+import { createRateLimiter, type Store } from '@fleetlimit/core'
+import { ipTenant } from '@fleetlimit/core/http'
 import { instrumentLimiter } from '@fleetlimit/core/otel'
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus'
 import { MeterProvider } from '@opentelemetry/sdk-metrics'

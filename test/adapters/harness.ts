@@ -1,4 +1,5 @@
-import type { HttpRateLimitOptions, Policy } from '@fleetlimit/core'
+import type { Policy } from '@fleetlimit/core'
+import type { HttpRateLimitOptions } from '@fleetlimit/core/http'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'

@@ -2,7 +2,9 @@
 // every number is finite and positive. Timing is never asserted: the numbers of a tiny run mean nothing.
 import { expect } from 'chai'
 import { type BenchmarkRow, type DecisionsRow, decisions } from '../../bench/decisions.js'
-import { type OverheadFramework, overhead } from '../../bench/overhead.js'
+import { overhead } from '../../bench/overhead.js'
+import type { OverheadFramework } from '../../bench/overhead-slices.js'
+import { PEERS } from '../../bench/peers.js'
 
 const positive = (value: unknown, what: string) => {
   expect(value, what).to.be.a('number')
@@ -17,15 +19,15 @@ const OURS = [
   ['fleetlimit, local tier', 'hot tenants'],
   ['fleetlimit, local tier', 'cold keys'],
 ]
-const peerRows = (...peers: string[]) =>
-  peers.flatMap((peer) => [
-    [peer, 'admitted'],
-    [peer, 'denied'],
+const peerRows = (framework: string) =>
+  PEERS.filter((peer) => peer.framework === framework).flatMap((peer) => [
+    [peer.id, 'admitted'],
+    [peer.id, 'denied'],
   ])
 const EXPECTED_ROWS: Record<string, string[][]> = {
-  Express: [...peerRows('express-rate-limit', 'rate-limiter-flexible'), ...OURS],
-  Fastify: [...peerRows('@fastify/rate-limit'), ...OURS],
-  Koa: [...peerRows('koa-ratelimit'), ...OURS],
+  Express: [...peerRows('Express'), ...OURS],
+  Fastify: [...peerRows('Fastify'), ...OURS],
+  Koa: [...peerRows('Koa'), ...OURS],
 }
 
 describe('bench parts: overhead and decisions (tiny)', () => {
@@ -56,10 +58,7 @@ describe('bench parts: overhead and decisions (tiny)', () => {
     const { rows, benchmark } = result.data as { rows: DecisionsRow[]; benchmark: BenchmarkRow[] }
     const limiters = [...new Set(rows.map((r) => `${r.limiter} (${r.load})`))]
     expect(limiters).to.include.members([
-      'express-rate-limit (rate-limit-redis) (admitted)',
-      'rate-limiter-flexible (admitted)',
-      '@fastify/rate-limit (admitted)',
-      'koa-ratelimit (async-ratelimiter) (admitted)',
+      ...PEERS.map((peer) => `${peer.id} (admitted)`),
       'fleetlimit, store only (admitted)',
       'fleetlimit, the store alone (admitted)',
       'fleetlimit, deny cache (default local tier) (admitted)',

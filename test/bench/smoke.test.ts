@@ -6,6 +6,7 @@ import { failure } from '../../bench/failure.js'
 import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
+import { PEERS } from '../../bench/peers.js'
 
 const expectFinite = (value: unknown, what: string) =>
   expect(Number.isFinite(value), `${what}: ${value}`).to.equal(true)
@@ -44,12 +45,12 @@ describe('bench parts at a tiny size', () => {
     const { data } = await memory({ limits: [100] })
     const { rows, peers, admission } = data as {
       rows: { limit: number; slidingLogBytes: number; bucketedBytes: number }[]
-      peers: { name: string; limit: number; keys: string[]; bytes: number; perAdmitted: number }[]
+      peers: { limiter: string; name: string; limit: number; keys: string[]; bytes: number; perAdmitted: number }[]
       admission: { buckets: number; ratio: number }[]
     }
     expect(rows.map((r) => r.limit)).to.deep.equal([100])
     for (const row of rows) for (const value of Object.values(row)) expectFinite(value, 'rows')
-    expect(peers).to.have.length(4)
+    expect(peers.map((p) => p.limiter)).to.deep.equal(PEERS.map((p) => p.id))
     for (const peer of peers) {
       expect(peer.limit).to.equal(100)
       expect(peer.keys, peer.name).to.not.be.empty

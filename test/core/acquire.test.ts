@@ -6,11 +6,11 @@ import {
   memoryStore,
   type QueueFullError,
   type RateLimitTimeoutError,
-  STORE,
   type Store,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
 import sinon from 'sinon'
+import { STORE } from '../../packages/core/src/store/store.js'
 
 /** Settles a promise into an inspectable record without letting a rejection go unhandled. */
 function track<T>(promise: Promise<T>) {

@@ -1,15 +1,9 @@
-import {
-  bucketedWindowScript,
-  createRateLimiter,
-  memoryStore,
-  redisStore,
-  type Store,
-  type WindowRequest,
-  type WindowResult,
-} from '@fleetlimit/core'
+import { createRateLimiter, memoryStore, redisStore, type Store } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
 import type { Redis } from 'ioredis'
+import { bucketedScript } from '../../packages/core/src/store/scripts.generated.js'
+import type { WindowRequest, WindowResult } from '../../packages/core/src/store/store.js'
 import { expectAdmittedExactlyAt } from '../support/exact-wait.js'
 import { redisClient, uniquePrefix } from '../support/redis.js'
 import { closeStoreClients, storeKinds } from '../support/stores.js'
@@ -71,7 +65,7 @@ describe('bucketed algorithm on Redis: script and memory', () => {
   after(() => redis.quit())
 
   it('SCRIPT LOAD returns the generated sha1', async () => {
-    expect(await redis.script('LOAD', bucketedWindowScript.lua)).to.equal(bucketedWindowScript.sha1)
+    expect(await redis.script('LOAD', bucketedScript.lua)).to.equal(bucketedScript.sha1)
   })
 
   it('keeps one key at a limit of 100 000 per window within a few kilobytes', async function () {

@@ -1,15 +1,12 @@
 import {
-  createHttpLimiter,
   type Decision,
   definePolicy,
-  ipTenant,
   isFleetlimitError,
   type Logger,
   memoryStore,
   type OptionError,
-  type RequestInfo,
-  rateLimitHeaders,
 } from '@fleetlimit/core'
+import { createHttpLimiter, ipTenant, type RequestInfo, rateLimitHeaders } from '@fleetlimit/core/http'
 import { expect } from 'chai'
 import sinon from 'sinon'
 

@@ -1,4 +1,4 @@
-import { ipTenant } from '@fleetlimit/core'
+import { ipTenant } from '@fleetlimit/core/http'
 import { expect } from 'chai'
 import fc from 'fast-check'
 

@@ -1,6 +1,7 @@
-import { buildKey, createRateLimiter, encodeKeyPart, memoryStore } from '@fleetlimit/core'
+import { createRateLimiter, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
+import { buildKey, encodeKeyPart } from '../../packages/core/src/limiter/keys.js'
 
 describe('keys', () => {
   it('keeps plain ids readable and pins the tenant as the hash tag', () => {

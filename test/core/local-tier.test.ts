@@ -1,9 +1,10 @@
-import { createRateLimiter, type Lease, memoryStore, redisStore } from '@fleetlimit/core'
+import { createRateLimiter, memoryStore, redisStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
 import type { Redis } from 'ioredis'
 import sinon from 'sinon'
 import { runFleet } from '../../examples/demo/fleet.js'
+import type { Lease } from '../../packages/core/src/store/store.js'
 import { redisClient, uniquePrefix } from '../support/redis.js'
 import { redisUrl } from '../support/root-hooks.js'
 

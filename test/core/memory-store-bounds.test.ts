@@ -1,8 +1,9 @@
-import { createRateLimiter, isFleetlimitError, memoryStore, type WindowResult } from '@fleetlimit/core'
+import { createRateLimiter, isFleetlimitError, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import { SWEEP_VISITS_PER_CALL } from '../../packages/core/src/memory-store.js'
-import { SlidingLog } from '../../packages/core/src/sliding-log.js'
+import { SWEEP_VISITS_PER_CALL } from '../../packages/core/src/store/memory-store.js'
+import { SlidingLog } from '../../packages/core/src/store/sliding-log.js'
+import type { WindowResult } from '../../packages/core/src/store/store.js'
 
 /** The per-unit log the run-length one replaced: one time per unit, oldest first. The reference for exactness. */
 class UnitLog {

@@ -4,10 +4,10 @@ import {
   isFleetlimitError,
   memoryStore,
   OptionError,
-  parseDuration,
   redisStore,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
+import { parseDuration } from '../../packages/core/src/common/duration.js'
 
 /** Asserts that `build` throws an ERR_FLEETLIMIT_OPTION naming the option and, when given, the accepted values. */
 function expectOptionError(build: () => unknown, option: string, accepted?: RegExp): OptionError {

@@ -1,12 +1,12 @@
-import {
-  bucketedWindowScript,
-  createScriptRunner,
-  leaseScript,
-  slidingWindowMultiScript,
-  slidingWindowScript,
-} from '@fleetlimit/core'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
+import { createScriptRunner } from '../../packages/core/src/store/script-runner.js'
+import {
+  bucketedScript,
+  leaseScript,
+  slidingLogMultiScript,
+  slidingLogScript,
+} from '../../packages/core/src/store/scripts.generated.js'
 import { expectAdmittedExactlyAt } from '../support/exact-wait.js'
 import { redisClient, uniquePrefix } from '../support/redis.js'
 
@@ -18,7 +18,7 @@ interface Reply {
   nowUs: number
 }
 
-describe('lua/sliding-window.lua on a real Redis', () => {
+describe('lua/sliding-log.lua on a real Redis', () => {
   let redis: Redis
   let key: string
   let members = 0
@@ -26,7 +26,7 @@ describe('lua/sliding-window.lua on a real Redis', () => {
 
   async function call(limit: number, windowMs: number, cost = 1, mode = 'consume', deadlineUs = 0): Promise<Reply> {
     const reply = (await runner().run(
-      slidingWindowScript,
+      slidingLogScript,
       [key],
       [limit, windowMs, cost, `m${members++}`, mode, deadlineUs],
     )) as number[]
@@ -49,7 +49,7 @@ describe('lua/sliding-window.lua on a real Redis', () => {
   })
 
   it('SCRIPT LOAD returns the sha1 the generator computed', async () => {
-    for (const script of [slidingWindowScript, slidingWindowMultiScript, leaseScript, bucketedWindowScript]) {
+    for (const script of [slidingLogScript, slidingLogMultiScript, leaseScript, bucketedScript]) {
       expect(await redis.script('LOAD', script.lua), script.name).to.equal(script.sha1)
     }
   })
@@ -61,12 +61,12 @@ describe('lua/sliding-window.lua on a real Redis', () => {
     expect(await redis.exists(key)).to.equal(0)
     const [multi, lease, bucketed] = await Promise.all([
       runner().run(
-        slidingWindowMultiScript,
+        slidingLogMultiScript,
         [`${key}:{t}:a`, `${key}:{t}:b`],
         [1, 'm', 'consume', past, 5, 1_000, 5, 2_000],
       ),
       runner().run(leaseScript, [key], [10, 10_000, 5, 1, 5, 100, 'l', past]),
-      runner().run(bucketedWindowScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past]),
+      runner().run(bucketedScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past]),
     ])
     expect((multi as number[]).slice(0, 1)).to.deep.equal([-1])
     expect(multi as number[]).to.have.length(2)
@@ -81,7 +81,7 @@ describe('lua/sliding-window.lua on a real Redis', () => {
     const tag = `${key}:{t}`
     const keys = [`${tag}:global`, `${tag}:route`]
     const multi = async (cost: number) =>
-      (await runner().run(slidingWindowMultiScript, keys, [
+      (await runner().run(slidingLogMultiScript, keys, [
         cost,
         `m${members++}`,
         'consume',
@@ -183,10 +183,10 @@ describe('lua/sliding-window.lua on a real Redis', () => {
   it('after SCRIPT FLUSH the next call succeeds by EVAL, with no error', async () => {
     await call(5, 10_000)
     await redis.script('FLUSH')
-    const [loaded] = (await redis.script('EXISTS', slidingWindowScript.sha1)) as [number]
+    const [loaded] = (await redis.script('EXISTS', slidingLogScript.sha1)) as [number]
     expect(loaded).to.equal(0)
     expect(await call(5, 10_000)).to.include({ allowed: 1, remaining: 3 })
-    const [reloaded] = (await redis.script('EXISTS', slidingWindowScript.sha1)) as [number]
+    const [reloaded] = (await redis.script('EXISTS', slidingLogScript.sha1)) as [number]
     expect(reloaded, 'EVAL cached the script again').to.equal(1)
   })
 })

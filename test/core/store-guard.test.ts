@@ -1,7 +1,7 @@
 import { expect } from 'chai'
-import { createCallGate } from '../../packages/core/src/call-gate.js'
-import { createServerClock } from '../../packages/core/src/server-clock.js'
-import { isServerFailure } from '../../packages/core/src/server-failure.js'
+import { createCallGate } from '../../packages/core/src/store/call-gate.js'
+import { createServerClock } from '../../packages/core/src/store/server-clock.js'
+import { isServerFailure } from '../../packages/core/src/store/server-failure.js'
 
 /** An error as ioredis makes one for an error reply. */
 function replyError(message: string): Error {

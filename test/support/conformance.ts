@@ -1,5 +1,6 @@
-import { createRateLimiter, type Store, type WindowRequest, type WindowResult } from '@fleetlimit/core'
+import { createRateLimiter, type Store } from '@fleetlimit/core'
 import { expect } from 'chai'
+import type { WindowRequest, WindowResult } from '../../packages/core/src/store/store.js'
 import { expectAdmittedExactlyAt } from './exact-wait.js'
 
 const request = (key: string, limit: number, windowMs: number, cost = 1): WindowRequest => ({

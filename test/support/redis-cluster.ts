@@ -15,7 +15,8 @@ export interface RedisCluster {
   /** `redis-cli` with the given arguments, against the first node. */
   cli(...args: string[]): Promise<string>
   /** The node serving a slot as master, with its cluster id and the lowest slot it serves. */
-  masterOf(slot: number): Promise<{ id: string; port: number; lowestSlot: number }>
+  /** The master of a slot, as a live node (or the node on `askPort`) sees it. */
+  masterOf(slot: number, askPort?: number): Promise<{ id: string; port: number; lowestSlot: number }>
   stop(): Promise<void>
 }
 
@@ -85,9 +86,9 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
       const { stdout } = await run('redis-cli', ['-p', String(first), ...args])
       return stdout
     },
-    async masterOf(slot) {
+    async masterOf(slot, askPort) {
       const client = new Redis({
-        port: nodes.find((n) => n.process.exitCode === null)?.port ?? first,
+        port: askPort ?? nodes.find((n) => n.process.exitCode === null)?.port ?? first,
         lazyConnect: true,
       })
       try {
@@ -108,4 +109,4 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
 }
 
 /** The Redis Cluster slot of a key, as fleetlimit computes it (checked against CLUSTER KEYSLOT in the cluster suite). */
-export { clusterSlot as keySlot } from '../../packages/core/src/cluster-slot.js'
+export { clusterSlot as keySlot } from '../../packages/core/src/store/cluster-slot.js'

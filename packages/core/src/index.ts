@@ -1,11 +1,6 @@
-export {
-  type BreakerState,
-  type CircuitBreaker,
-  type CircuitBreakerOptions,
-  createCircuitBreaker,
-} from './circuit-breaker.js'
-export type { Decision, DecisionSource } from './decision.js'
-export { type Duration, parseDuration } from './duration.js'
+// @fleetlimit/core: the API for users. Adapter authors use '@fleetlimit/core/http'; everything else in src/ is
+// internal (tests import it by path).
+export type { Duration } from './common/duration.js'
 export {
   FleetlimitError,
   type FleetlimitErrorCode,
@@ -14,21 +9,9 @@ export {
   QueueFullError,
   RateLimitTimeoutError,
   StoreError,
-} from './errors.js'
-export { type HeaderOptions, type HeaderStandard, rateLimitHeaders } from './headers.js'
-export {
-  createHttpLimiter,
-  type FrameworkInfo,
-  type HttpLimiter,
-  type HttpOutcome,
-  type HttpRateLimitOptions,
-  hasLimitSource,
-  type RequestInfo,
-  UNMATCHED_ROUTE,
-  withoutLimitSource,
-} from './http-limiter.js'
-export { ipTenant } from './ip.js'
-export { buildKey, encodeKeyPart, type KeyInput } from './keys.js'
+} from './common/errors.js'
+export type { Decision, DecisionSource } from './limiter/decision.js'
+export type { KeyInput } from './limiter/keys.js'
 export {
   type AcquireOptions,
   type ConsumeOptions,
@@ -38,9 +21,8 @@ export {
   type Logger,
   type RateLimiter,
   type RateLimiterOptions,
-} from './limiter.js'
-export type { LocalOptions } from './local-tier.js'
-export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './memory-store.js'
+} from './limiter/limiter.js'
+export type { LocalOptions } from './limiter/local-tier.js'
 export {
   type Algorithm,
   definePolicy,
@@ -49,24 +31,8 @@ export {
   type PolicyOptions,
   type PolicyScope,
   type StoreErrorMode,
-} from './policy.js'
-export { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
-export { type RedisStoreOptions, redisStore } from './redis-store.js'
-export { createScriptRunner, type LuaScript, type ScriptClient, type ScriptRunner } from './script-runner.js'
-export {
-  bucketedWindowScript,
-  leaseScript,
-  slidingWindowMultiScript,
-  slidingWindowScript,
-} from './scripts.generated.js'
-export { createServerSet, type ServerGuard, type ServerSet, type ServerSetOptions } from './server-set.js'
-export {
-  isStore,
-  type Lease,
-  type LeaseRequest,
-  type LeaseResult,
-  STORE,
-  type Store,
-  type WindowRequest,
-  type WindowResult,
-} from './store.js'
+} from './limiter/policy.js'
+export type { BreakerState, CircuitBreakerOptions } from './store/circuit-breaker.js'
+export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './store/memory-store.js'
+export { type RedisStoreOptions, redisStore } from './store/redis-store.js'
+export type { Store } from './store/store.js'

@@ -1,5 +1,6 @@
 import { type Meter, metrics, type ObservableResult } from '@opentelemetry/api'
 import packageJson from '../package.json' with { type: 'json' }
+import { checkOptionNames, optionNames } from './common/validate.js'
 // Through the main entry, so that the build ships one copy of core that both entries share.
 import { type BreakerState, OptionError, type RateLimiter } from './index.js'
 
@@ -16,15 +17,17 @@ const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0
 /**
  * Records the limiter's decisions, store calls and breaker state as OpenTelemetry metrics; returns the
  * function that stops recording. Attributes are the policy name and small fixed sets, never a key or tenant.
+ *
+ * @example
+ * ```ts
+ * const stop = instrumentLimiter(limiter, { meter: metrics.getMeter('my-service') })
+ * ```
  */
 export function instrumentLimiter(limiter: RateLimiter, options: InstrumentOptions = {}): () => void {
   if (typeof limiter?.on !== 'function' || typeof limiter.policy?.name !== 'string') {
     throw new OptionError('instrumentLimiter(limiter)', limiter, 'a limiter made by createRateLimiter')
   }
-  const stray = Object.keys(options ?? {}).find((name) => name !== 'meter')
-  if (stray !== undefined) {
-    throw new OptionError(`instrumentLimiter.${stray}`, (options as Record<string, unknown>)[stray], 'meter', true)
-  }
+  checkOptionNames(options ?? {}, 'instrumentLimiter', optionNames<InstrumentOptions>({ meter: true }))
   if (options.meter !== undefined && typeof options.meter?.createCounter !== 'function') {
     throw new OptionError('instrumentLimiter.meter', options.meter, 'an OpenTelemetry Meter')
   }

@@ -1,4 +1,4 @@
-import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core'
+import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core/http'
 import type { Request, RequestHandler } from 'express'
 import { createRoutePatterns } from './route-pattern.js'
 
@@ -11,7 +11,15 @@ const EXPRESS = {
     "Set app.set('trust proxy', …) to the number of proxies in front of the app or to their addresses, not true",
 }
 
-/** Express middleware: `app.use(rateLimit({ store, limit: 100, window: '1m' }))`, or per route. */
+/**
+ * Express middleware, app-wide or per route.
+ *
+ * @example
+ * ```ts
+ * app.use(rateLimit({ store: redisStore(redis), limit: 100, window: '1m' }))
+ * app.get('/search', rateLimit({ store, policy: searchPolicy }), handler)
+ * ```
+ */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   const http = createHttpLimiter<Request>(options, EXPRESS)
   // A route(req) of the user's own replaces the pattern: no need to work it out then.

@@ -1,13 +1,12 @@
+import type { Policy, PolicyOptions } from '@fleetlimit/core'
 import {
   createHttpLimiter,
   type HttpLimiter,
   type HttpRateLimitOptions,
   hasLimitSource,
-  type Policy,
-  type PolicyOptions,
   type RequestInfo,
   withoutLimitSource,
-} from '@fleetlimit/core'
+} from '@fleetlimit/core/http'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
@@ -105,5 +104,14 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   })
 }
 
-/** Fastify plugin: `await app.register(rateLimit, { store, limit: 100, window: '1m' })`. */
+/**
+ * Fastify plugin: limits every route of the context it is registered in; a route's `config.rateLimit` sets its
+ * own policy, or `false` for none.
+ *
+ * @example
+ * ```ts
+ * await app.register(rateLimit, { store: redisStore(redis), limit: 100, window: '1m' })
+ * app.get('/search', { config: { rateLimit: searchPolicy } }, handler)
+ * ```
+ */
 export const rateLimit = fp(plugin, { fastify: '5.x', name: '@fleetlimit/fastify' })

@@ -1,4 +1,4 @@
-import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core'
+import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core/http'
 import type { Context, Middleware } from 'koa'
 
 export type KoaRateLimitOptions = HttpRateLimitOptions<Context>
@@ -37,7 +37,15 @@ function describe(ctx: Context): RequestInfo {
   }
 }
 
-/** Koa middleware: `app.use(rateLimit({ store, limit: 100, window: '1m' }))`, or on a @koa/router route. */
+/**
+ * Koa middleware, app-wide or on a @koa/router route.
+ *
+ * @example
+ * ```ts
+ * app.use(rateLimit({ store: redisStore(redis), limit: 100, window: '1m' }))
+ * router.get('/search', rateLimit({ store, policy: searchPolicy }), handler)
+ * ```
+ */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
   const http = createHttpLimiter<Context>(options, KOA)
   return async (ctx, next) => {

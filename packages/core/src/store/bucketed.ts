@@ -1,10 +1,10 @@
 import type { WindowResult } from './store.js'
 
 /**
- * One key's window as sub-window counters, in process memory: the twin of lua/bucketed-window.lua, on
+ * One key's window as sub-window counters, in process memory: the twin of lua/bucketed.lua, on
  * whatever clock the caller passes (ms; the arithmetic is in whole microseconds, as in the script).
  */
-export class BucketCounter {
+export class Bucketed {
   private readonly counts = new Map<number, number>()
 
   decide(nowMs: number, limit: number, windowMs: number, buckets: number, cost: number, record: boolean): WindowResult {

@@ -1,17 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import type { Cluster } from 'ioredis'
+import { OptionError, StoreError } from '../common/errors.js'
+import { checkOptionNames, optionNames } from '../common/validate.js'
+import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { clusterSlot } from './cluster-slot.js'
-import { OptionError, StoreError } from './errors.js'
-import { type Deadline, DeadlineExceeded } from './guarded-call.js'
-import { checkOptionNames } from './options.js'
 import { createScriptRunner, type LuaScript, type ScriptClient } from './script-runner.js'
-import {
-  bucketedWindowScript,
-  leaseScript,
-  slidingWindowMultiScript,
-  slidingWindowScript,
-} from './scripts.generated.js'
+import { bucketedScript, leaseScript, slidingLogMultiScript, slidingLogScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { createServerSet } from './server-set.js'
 import {
@@ -38,18 +33,25 @@ export interface RedisStoreOptions {
 // ioredis states in which a command would wait in the offline queue for a connection that was lost.
 const DISCONNECTED = new Set(['reconnecting', 'close', 'end', 'disconnecting'])
 
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({ prefix: true, breaker: true, maxInFlight: true })
+
 const PREFIX_PATTERN = /^[^\s{}]{1,64}$/
 
 /**
- * The fleet store: every decision is one script call (lua/sliding-window.lua, or sliding-window-multi.lua
+ * The fleet store: every decision is one script call (lua/sliding-log.lua, or sliding-log-multi.lua
  * for several policies at once) on the given ioredis `Redis` or `Cluster`, which is used as it is:
  * fleetlimit defines nothing on it and never closes it.
+ *
+ * @example
+ * ```ts
+ * const store = redisStore(new Redis(process.env.REDIS_URL), { prefix: 'myapp' })
+ * ```
  */
 export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}): Store {
   if (!isScriptClient(client)) {
     throw new OptionError('redisStore(client)', client, 'an ioredis Redis or Cluster instance')
   }
-  checkOptionNames(options, 'redisStore', ['prefix', 'breaker', 'maxInFlight'])
+  checkOptionNames(options, 'redisStore', REDIS_STORE_OPTION_NAMES)
   const prefix = options.prefix ?? 'fleetlimit'
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new OptionError('redisStore.prefix', prefix, '1 to 64 characters with no whitespace and no `{` or `}`')
@@ -96,7 +98,7 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
       args[at] = serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000)
       const reply = numbers(await runner.run(script, keys, args), script)
       const receivedAt = performance.now()
-      const nowUs = reply[script === slidingWindowMultiScript ? 1 : 4] as number
+      const nowUs = reply[script === slidingLogMultiScript ? 1 : 4] as number
       clock.observe(nowUs / 1000, receivedAt)
       if (reply[0] !== -1) return reply
       if (attempt > 0 || deadline === undefined || receivedAt >= deadline.at) {
@@ -121,19 +123,19 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     const [first] = requests
     if (requests.length === 1 && first?.buckets !== undefined) {
       const { limit, windowMs, buckets, cost } = first
-      const reply = await runBefore(bucketedWindowScript, keys, [limit, windowMs, buckets, cost, mode, 0], until)
+      const reply = await runBefore(bucketedScript, keys, [limit, windowMs, buckets, cost, mode, 0], until)
       return [toResult(reply, 0, reply[4] as number)]
     }
     if (requests.length === 1 && first) {
       const { limit, windowMs, cost } = first
-      const reply = await runBefore(slidingWindowScript, keys, [limit, windowMs, cost, member, mode, 0], until)
+      const reply = await runBefore(slidingLogScript, keys, [limit, windowMs, cost, member, mode, 0], until)
       return [toResult(reply, 0, reply[4] as number)]
     }
     // One cost for every window: the limiter asks for the same units in each policy.
     const args: (string | number)[] = [first?.cost ?? 1, member, mode, 0]
     for (const request of requests) args.push(request.limit, request.windowMs)
-    const reply = await runBefore(slidingWindowMultiScript, keys, args, until)
-    if (reply.length !== 2 + 4 * requests.length) throw unexpected(reply, slidingWindowMultiScript)
+    const reply = await runBefore(slidingLogMultiScript, keys, args, until)
+    if (reply.length !== 2 + 4 * requests.length) throw unexpected(reply, slidingLogMultiScript)
     return requests.map((_, i) => toResult(reply, 2 + 4 * i, reply[1] as number))
   }
 
@@ -193,17 +195,17 @@ const RELEASE_CHUNK = 1_000
 
 // Where each recording script takes its deadline among its arguments (see lua/*.lua).
 const DEADLINE_ARG = new Map([
-  [slidingWindowScript, 5],
-  [bucketedWindowScript, 5],
-  [slidingWindowMultiScript, 3],
+  [slidingLogScript, 5],
+  [bucketedScript, 5],
+  [slidingLogMultiScript, 3],
   [leaseScript, 7],
 ])
 
 // Replies of every script: their length, but for the multi-window script's, which depends on its windows
 // (and is 2 when its deadline passed).
 const REPLY_LENGTH = new Map([
-  [slidingWindowScript, 5],
-  [bucketedWindowScript, 5],
+  [slidingLogScript, 5],
+  [bucketedScript, 5],
   [leaseScript, 6],
 ])
 

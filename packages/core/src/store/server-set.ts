@@ -1,12 +1,14 @@
+import { createEmitter } from '../common/emitter.js'
+import { checkInteger } from '../common/validate.js'
 import { type CallGate, createCallGate } from './call-gate.js'
 import {
+  type BreakerEvents,
   type BreakerState,
   type CircuitBreaker,
   type CircuitBreakerOptions,
   createCircuitBreaker,
   resolveBreakerOptions,
 } from './circuit-breaker.js'
-import { checkInteger } from './options.js'
 
 /** What guards the calls to one server: its circuit breaker and the bound on its calls in flight. */
 export interface ServerGuard {
@@ -48,7 +50,7 @@ export function createServerSet(
   const breakerOptions = resolveBreakerOptions(options.breaker ?? {})
   const maxInFlight = checkInteger(options.maxInFlight ?? 128, 'redisStore.maxInFlight', 1, 100_000)
   const servers = new Map<string, ServerGuard & { usedAt: number }>()
-  const listeners = { open: new Set<() => void>(), close: new Set<() => void>() }
+  const events = createEmitter<BreakerEvents>()
   const recently = () => clock() - Math.max(10_000, 2 * breakerOptions.cooldownMs)
   return {
     for(key) {
@@ -57,9 +59,7 @@ export function createServerSet(
       if (!entry) {
         const breaker = createCircuitBreaker(breakerOptions, clock)
         for (const event of ['open', 'close'] as const) {
-          breaker.on(event, () => {
-            for (const listener of listeners[event]) listener()
-          })
+          breaker.on(event, () => events.emit(event))
         }
         entry = { breaker, gate: createCallGate(maxInFlight), answeredAt: Number.NEGATIVE_INFINITY, usedAt: 0 }
         servers.set(server, entry)
@@ -80,9 +80,6 @@ export function createServerSet(
       for (const { breaker } of servers.values()) openings += breaker.openings
       return openings
     },
-    on(event, listener) {
-      listeners[event].add(listener)
-      return () => listeners[event].delete(listener)
-    },
+    on: events.on,
   }
 }

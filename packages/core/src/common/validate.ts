@@ -47,3 +47,23 @@ export function checkOneOf<T extends string>(value: unknown, option: string, acc
   }
   return value as T
 }
+
+/** Every option of an options type, as a record: a new option that is not named here fails to compile. */
+export type OptionNames<T> = { readonly [K in keyof Required<T>]: true }
+
+/** The accepted names of an options type, from its record. */
+export function optionNames<T>(names: OptionNames<T>): readonly (keyof T & string)[] {
+  return Object.keys(names) as (keyof T & string)[]
+}
+
+/** A function, or undefined; else an OptionError naming `option`. */
+export function optionalFunction<F>(value: F | undefined, option: string): F | undefined {
+  if (value !== undefined && typeof value !== 'function') throw new OptionError(option, value, 'a function')
+  return value
+}
+
+/** true or false, or an OptionError naming `option`. */
+export function checkBoolean(value: unknown, option: string): boolean {
+  if (typeof value !== 'boolean') throw new OptionError(option, value, 'true or false')
+  return value
+}

@@ -1,4 +1,4 @@
-import type { Decision } from './decision.js'
+import type { Decision } from '../limiter/decision.js'
 
 /** A response body with its media type. */
 export interface ResponseBody {

@@ -1,6 +1,6 @@
-import { BucketCounter } from './bucket-counter.js'
-import { describe, OptionError, StoreError } from './errors.js'
-import { checkInteger, checkOptionNames } from './options.js'
+import { describe, OptionError, StoreError } from '../common/errors.js'
+import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
+import { Bucketed } from './bucketed.js'
 import { SlidingLog } from './sliding-log.js'
 import {
   type Lease,
@@ -37,7 +37,7 @@ export interface MemoryStore extends Store {
 /** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
 type Entry =
   | { readonly log: SlidingLog; readonly counter?: never; windowMs: number }
-  | { readonly counter: BucketCounter; readonly log?: never; windowMs: number; buckets: number }
+  | { readonly counter: Bucketed; readonly log?: never; windowMs: number; buckets: number }
 
 /**
  * Keys the automatic sweep visits per call. A call adds at most a few keys, so the sweep outpaces them a
@@ -46,10 +46,7 @@ type Entry =
 export const SWEEP_VISITS_PER_CALL = 1_000
 
 // A record over every option, so that an option added without its runtime name fails to compile.
-const OPTION_NAMES = Object.keys({ clock: true, sweepIntervalMs: true, maxKeys: true } satisfies Record<
-  keyof MemoryStoreOptions,
-  true
->)
+const OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, sweepIntervalMs: true, maxKeys: true })
 
 const monotonicNow = () => performance.timeOrigin + performance.now()
 
@@ -59,6 +56,11 @@ const monotonicNow = () => performance.timeOrigin + performance.now()
  *
  * @example
  * const limiter = createRateLimiter({ store: memoryStore({ maxKeys: 100_000 }), limit: 100, window: '1m' })
+ *
+ * @example
+ * ```ts
+ * const limiter = createRateLimiter({ store: memoryStore(), limit: 5, window: '1s' })
+ * ```
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   checkOptionNames(options, 'memoryStore', OPTION_NAMES)
@@ -143,7 +145,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
         entry =
           buckets === undefined
             ? { log: new SlidingLog(), windowMs: request.windowMs }
-            : { counter: new BucketCounter(), windowMs: request.windowMs, buckets }
+            : { counter: new Bucketed(), windowMs: request.windowMs, buckets }
         // A peek of an unknown key decides on a detached empty entry: it records nothing, so it needs no room.
         if (create) entries.set(request.key, entry)
       }
@@ -160,9 +162,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const [only] = requests
     if (requests.length === 1 && only?.buckets !== undefined) {
       const { counter } = entriesOf(requests, record)[0] as Entry
-      const result = (counter as BucketCounter).decide(now, only.limit, only.windowMs, only.buckets, only.cost, record)
+      const result = (counter as Bucketed).decide(now, only.limit, only.windowMs, only.buckets, only.cost, record)
       if (!result.allowed || !record) {
-        if ((counter as BucketCounter).isEmpty(now, only.windowMs, only.buckets)) entries.delete(only.key)
+        if ((counter as Bucketed).isEmpty(now, only.windowMs, only.buckets)) entries.delete(only.key)
       }
       return [result]
     }

@@ -1,5 +1,5 @@
+import { QueueFullError, RateLimitTimeoutError } from '../common/errors.js'
 import type { Decision } from './decision.js'
-import { QueueFullError, RateLimitTimeoutError } from './errors.js'
 
 /** Waits for `target` (the store keys of one call), queued under `queueKey`. */
 export type Acquire<T> = (

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { OptionError } from './errors.js'
+import { OptionError } from '../common/errors.js'
 
 /** Who is limited: a tenant id, or a tenant and the route it called. */
 export type KeyInput = string | { readonly tenant: string; readonly route?: string }

@@ -1,4 +1,4 @@
-import type { Decision } from './decision.js'
+import type { Decision } from '../limiter/decision.js'
 
 /** Which RateLimit header fields to send: an IETF draft's, or none. */
 export type HeaderStandard = 'draft-6' | 'draft-7' | 'draft-8'

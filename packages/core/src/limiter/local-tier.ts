@@ -1,9 +1,9 @@
+import { type Duration, parseDuration } from '../common/duration.js'
+import { OptionError } from '../common/errors.js'
+import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
+import type { Lease, LeaseResult, Store } from '../store/store.js'
 import type { Decision } from './decision.js'
-import { type Duration, parseDuration } from './duration.js'
-import { OptionError } from './errors.js'
-import { checkInteger, checkOptionNames } from './options.js'
 import { MAX_LOG_UNITS_PER_CALL } from './policy.js'
-import type { Lease, LeaseResult, Store } from './store.js'
 
 export interface LocalOptions {
   /** Deny locally, with no store call, a key the store denied, until its wait has passed. Default: on. */
@@ -17,6 +17,7 @@ export interface LocalOptions {
   leaseTtlMs?: Duration
 }
 
+/** What the local tier counted: part of the limiter's stats(). */
 export interface LocalCounters {
   localHits: number
   releaseCalls: number
@@ -59,6 +60,8 @@ export interface LocalTier {
   addLease(id: string, storeKey: string, result: LeaseResult, ttlMs: number, sentAt: number, cost: number): void
   forget(id: string): void
   readonly now: () => number
+  /** What this tier counted so far. */
+  stats(): Readonly<LocalCounters>
 }
 
 const MAX_LEASE_SHARE = 0.1
@@ -71,10 +74,12 @@ const MIN_RECENT_UNITS = 2
 // Rates are averaged over about this long, so a lease follows the traffic of the last moments.
 const RATE_HORIZON_MS = 250
 
+const LOCAL_OPTION_NAMES = optionNames<LocalOptions>({ denyCache: true, lease: true, leaseTtlMs: true })
+
 /** Validates `local` options for a limiter with this policy; undefined when the tier is off. */
 export function resolveLocal(value: unknown, limit: number, windowMs: number) {
   if (value === false) return undefined
-  const options = checkOptionNames(value ?? {}, 'local', ['denyCache', 'lease', 'leaseTtlMs']) as LocalOptions
+  const options = checkOptionNames(value ?? {}, 'local', LOCAL_OPTION_NAMES) as LocalOptions
   let denyCacheSize = 10_000
   if (options.denyCache === false) denyCacheSize = 0
   else if (typeof options.denyCache === 'object' && options.denyCache !== null) {
@@ -102,8 +107,15 @@ export function createLocalTier(
   config: NonNullable<ReturnType<typeof resolveLocal>>,
   policy: { readonly limit: number; readonly name: string },
   store: Store,
-  counters: LocalCounters,
 ): LocalTier {
+  const counters: LocalCounters = {
+    localHits: 0,
+    releaseCalls: 0,
+    leasedUnits: 0,
+    leaseUsedUnits: 0,
+    expiredUnits: 0,
+    returnedUnits: 0,
+  }
   const { limit } = policy
   const now = () => performance.now()
   const denials = new Map<string, DenyEntry>()
@@ -145,6 +157,7 @@ export function createLocalTier(
 
   return {
     now,
+    stats: () => ({ ...counters }),
     observe(id, cost) {
       if (config.lease !== 'auto') return
       const at = now()

@@ -1,13 +1,20 @@
-import type { Decision } from './decision.js'
-import { isFleetlimitError, OptionError, type StoreError } from './errors.js'
+import { isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
+import {
+  checkBoolean,
+  checkInteger,
+  checkOneOf,
+  checkOptionNames,
+  optionalFunction,
+  optionNames,
+} from '../common/validate.js'
+import type { Decision } from '../limiter/decision.js'
+import { createRateLimiter, type Logger, type RateLimiter } from '../limiter/limiter.js'
+import type { LocalOptions } from '../limiter/local-tier.js'
+import { POLICY_OPTION_NAMES, POLICY_OPTIONS, type Policy, type PolicyOptions } from '../limiter/policy.js'
+import type { Store } from '../store/store.js'
 import { type HeaderStandard, rateLimitHeaders } from './headers.js'
 import { addressTenant, ipTenant } from './ip.js'
-import { createRateLimiter, type Logger, type RateLimiter } from './limiter.js'
-import type { LocalOptions } from './local-tier.js'
-import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
-import { POLICY_OPTION_NAMES, type Policy, type PolicyOptions } from './policy.js'
 import { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
-import type { Store } from './store.js'
 
 type MaybePromise<T> = T | Promise<T>
 
@@ -89,24 +96,24 @@ export interface FrameworkInfo {
   readonly trustAllHint: string
 }
 
-const ADAPTER_OPTION_NAMES = [
-  ...POLICY_OPTION_NAMES,
-  'store',
-  'limiter',
-  'policy',
-  'policies',
-  'tenant',
-  'route',
-  'skip',
-  'headers',
-  'legacyHeaders',
-  'onLimited',
-  'statusCode',
-  'message',
-  'ipv6Subnet',
-  'logger',
-  'local',
-] as const
+const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
+  ...POLICY_OPTIONS,
+  store: true,
+  limiter: true,
+  policy: true,
+  policies: true,
+  tenant: true,
+  route: true,
+  skip: true,
+  headers: true,
+  legacyHeaders: true,
+  onLimited: true,
+  statusCode: true,
+  message: true,
+  ipv6Subnet: true,
+  logger: true,
+  local: true,
+})
 
 /** Requests whose route matched no pattern share one bucket, so raw paths never become keys. */
 export const UNMATCHED_ROUTE = '*'
@@ -116,6 +123,14 @@ const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze
 /**
  * The request-level limiter behind every adapter: options are validated here once, and every header value
  * and body is computed here, so that Express, Koa and Fastify answer byte for byte alike.
+ *
+ * @example
+ * ```ts
+ * const http = createHttpLimiter<MyRequest>(options, { name: 'MyFramework', trustProxyHint: '…', trustAllHint: '…' })
+ * // per request: read a RequestInfo off the framework's request, then apply the outcome
+ * const outcome = await http.handle(req, info)
+ * if (outcome.action === 'respond') reply(outcome.status, outcome.headers, outcome.body)
+ * ```
  */
 export function createHttpLimiter<Req extends object>(
   options: HttpRateLimitOptions<Req>,
@@ -338,14 +353,4 @@ function resolveLimiter<Req>(options: HttpRateLimitOptions<Req>): RateLimiter {
   const policy = options.policy ?? inline
   if (typeof policy !== 'object' || policy === null) throw new OptionError('policy', policy, 'a policy object')
   return createRateLimiter({ ...base, ...policy })
-}
-
-function optionalFunction<F>(value: F | undefined, option: string): F | undefined {
-  if (value !== undefined && typeof value !== 'function') throw new OptionError(option, value, 'a function')
-  return value
-}
-
-function checkBoolean(value: unknown, option: string): boolean {
-  if (typeof value !== 'boolean') throw new OptionError(option, value, 'true or false')
-  return value
 }

@@ -1,5 +1,5 @@
 #!lua
--- sliding-window.lua: one atomic sliding-window-log decision for one key.
+-- sliding-log.lua: one atomic sliding-window-log decision for one key.
 --
 -- KEYS[1]  the key's sorted set: one member per admitted unit, scored by its
 --          admission time in microseconds of the server's clock.

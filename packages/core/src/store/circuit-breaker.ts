@@ -1,4 +1,5 @@
-import { checkInteger, checkOptionNames } from './options.js'
+import { createEmitter } from '../common/emitter.js'
+import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 
 export interface CircuitBreakerOptions {
   /** Consecutive failed store calls that open the breaker. Default 5. */
@@ -28,9 +29,12 @@ export interface CircuitBreaker {
   on(event: 'open' | 'close', listener: () => void): () => void
 }
 
+/** A breaker's transitions. */
+export type BreakerEvents = { open: []; close: [] }
+
 /** Validates breaker options once, with their defaults filled in. */
 export function resolveBreakerOptions(options: CircuitBreakerOptions): Required<CircuitBreakerOptions> {
-  checkOptionNames(options, 'breaker', ['failureThreshold', 'cooldownMs'])
+  checkOptionNames(options, 'breaker', optionNames<CircuitBreakerOptions>({ failureThreshold: true, cooldownMs: true }))
   return {
     failureThreshold: checkInteger(options.failureThreshold ?? 5, 'breaker.failureThreshold', 1, 1_000),
     cooldownMs: checkInteger(options.cooldownMs ?? 1_000, 'breaker.cooldownMs', 1, 600_000),
@@ -47,10 +51,8 @@ export function createCircuitBreaker(
   let failures = 0
   let openedAt = 0
   let openings = 0
-  const listeners = { open: new Set<() => void>(), close: new Set<() => void>() }
-  const emit = (event: 'open' | 'close') => {
-    for (const listener of listeners[event]) listener()
-  }
+  const events = createEmitter<BreakerEvents>()
+  const emit = (event: 'open' | 'close') => events.emit(event)
 
   return {
     get state() {
@@ -86,9 +88,6 @@ export function createCircuitBreaker(
         }
       }
     },
-    on(event, listener) {
-      listeners[event].add(listener)
-      return () => listeners[event].delete(listener)
-    },
+    on: events.on,
   }
 }

@@ -1,5 +1,5 @@
 #!lua
--- bucketed-window.lua: one atomic decision on a window kept as sub-window counters, for limits too large
+-- bucketed.lua: one atomic decision on a window kept as sub-window counters, for limits too large
 -- for a sliding-window log: memory is bounded by the bucket count, whatever the limit.
 --
 -- KEYS[1]  a hash: field = bucket index (server time in microseconds / bucket width), value = units
@@ -10,7 +10,7 @@
 -- ARGV[5]  mode     'consume' records an admission; 'peek' decides and records nothing
 -- ARGV[6]  deadline server time in microseconds after which nothing is recorded; 0 for none
 --
--- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }, as sliding-window.lua (-1 past the deadline).
+-- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }, as sliding-log.lua (-1 past the deadline).
 --
 -- Every bucket that overlaps the window (now - window, now] counts in full, the oldest one included,
 -- so no window of time ever holds more than the limit; the price is some under-admission at bucket

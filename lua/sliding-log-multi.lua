@@ -1,5 +1,5 @@
 #!lua
--- sliding-window-multi.lua: one atomic decision over several sliding-window logs (one per policy),
+-- sliding-log-multi.lua: one atomic decision over several sliding-window logs (one per policy),
 -- all or nothing: the cost is recorded in every window only if every window has room.
 --
 -- KEYS[i]  window i's sorted set; all keys must hash to one Redis Cluster slot (they share
@@ -19,7 +19,7 @@
 --   retryAfterMs_i  0 when window i has room; else the exact wait, rounded up, until it has
 --   resetMs_i       time until window i holds no unit of its key (0 when empty)
 --
--- The same rules as sliding-window.lua: the server's clock, unique members, PEXPIRE until the
+-- The same rules as sliding-log.lua: the server's clock, unique members, PEXPIRE until the
 -- newest unit leaves the window, and a denial records nothing.
 -- A call whose deadline has passed when the script runs records nothing and replies { -1, nowUs }: its caller
 -- has given up (a stalled or paused server runs the calls queued meanwhile, all of them late).

@@ -1,6 +1,6 @@
-import { type Duration, parseDuration } from './duration.js'
-import { OptionError } from './errors.js'
-import { checkInteger, checkOneOf, checkOptionNames } from './options.js'
+import { type Duration, parseDuration } from '../common/duration.js'
+import { OptionError } from '../common/errors.js'
+import { checkInteger, checkOneOf, checkOptionNames, type OptionNames, optionNames } from '../common/validate.js'
 
 export type StoreErrorMode = 'fail-closed' | 'fail-open'
 
@@ -54,18 +54,20 @@ export interface Policy {
   readonly timeoutMs: number
 }
 
-export const POLICY_OPTION_NAMES = [
-  'name',
-  'limit',
-  'window',
-  'cost',
-  'scope',
-  'algorithm',
-  'buckets',
-  'onStoreError',
-  'fallback',
-  'timeoutMs',
-] as const
+/** Every policy option, by name: a new option without its runtime name here fails to compile. */
+export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
+  name: true,
+  limit: true,
+  window: true,
+  cost: true,
+  scope: true,
+  algorithm: true,
+  buckets: true,
+  onStoreError: true,
+  fallback: true,
+  timeoutMs: true,
+}
+export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
 
 const MAX_LIMIT = 1_000_000_000
 /**
@@ -103,7 +105,15 @@ export function policyKeyName(policy: Policy): string {
     : `${policy.name}~sl1-${policy.window}`
 }
 
-/** Validates policy options once, into a frozen policy that can be shared by several limiters and routes. */
+/**
+ * Validates policy options once, into a frozen policy that can be shared by several limiters and routes.
+ *
+ * @example
+ * ```ts
+ * const search = definePolicy({ name: 'search', limit: 10, window: '10s' })
+ * const limiter = createRateLimiter({ store, ...search })
+ * ```
+ */
 export function definePolicy(options: PolicyOptions): Policy {
   checkOptionNames(options, 'policy', POLICY_OPTION_NAMES)
   return resolvePolicy(options)
@@ -133,7 +143,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
 
   let fallback: Readonly<FallbackOptions> | undefined
   if (options.fallback !== undefined) {
-    const raw = checkOptionNames(options.fallback, 'fallback', ['limit'])
+    const raw = checkOptionNames(options.fallback, 'fallback', optionNames<FallbackOptions>({ limit: true }))
     fallback = Object.freeze({ limit: checkInteger(raw.limit, 'fallback.limit', 1, limit) })
     if (onStoreError !== 'fail-open') {
       throw new OptionError('fallback', options.fallback, "no fallback unless onStoreError is 'fail-open'")

@@ -6,7 +6,7 @@ const REBASE_AT = 2 ** 50
 
 /**
  * One key's sliding-window log in process memory, run-length: one entry per admission time (ms), oldest
- * first, with the running total of units through it. It decides exactly as lua/sliding-window.lua does,
+ * first, with the running total of units through it. It decides exactly as lua/sliding-log.lua does,
  * on whatever clock the caller passes, with work and memory per call that do not grow with the cost.
  */
 export class SlidingLog {

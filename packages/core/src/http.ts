@@ -1,0 +1,17 @@
+// @fleetlimit/core/http: the contract for adapter authors (Express, Koa and Fastify use it; so would a Hono or
+// NestJS adapter). An adapter reads a RequestInfo off its framework's request, calls `handle`, then copies the
+// outcome's headers onto the response and either continues or answers with the outcome's status and body.
+export { type HeaderOptions, type HeaderStandard, rateLimitHeaders } from './http/headers.js'
+export {
+  createHttpLimiter,
+  type FrameworkInfo,
+  type HttpLimiter,
+  type HttpOutcome,
+  type HttpRateLimitOptions,
+  hasLimitSource,
+  type RequestInfo,
+  UNMATCHED_ROUTE,
+  withoutLimitSource,
+} from './http/http-limiter.js'
+export { ipTenant } from './http/ip.js'
+export { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './http/problem.js'

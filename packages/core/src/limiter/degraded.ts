@@ -1,0 +1,44 @@
+import { memoryStore } from '../store/memory-store.js'
+import { combine, type Decision, toDecision } from './decision.js'
+import type { Policy } from './policy.js'
+
+/** One window of a call: a policy and the store key it counts this call under. */
+export interface Window {
+  readonly policy: Policy
+  readonly key: string
+}
+
+/** How a failing-open limiter decides without its store. */
+export interface DegradedMode {
+  decide(windows: readonly Window[], cost: number): Promise<Decision>
+  reset(key: string): Promise<void>
+}
+
+/**
+ * Decisions without the store, for a limiter that fails open: under each policy's `fallback` limit in a strict
+ * window of this process (`source: 'fallback'`), or, when no policy has one, admitted with no numbers invented
+ * (`source: 'open'`).
+ */
+export function createDegradedMode(policies: readonly [Policy, ...Policy[]]): DegradedMode {
+  const fallback = policies.some((p) => p.fallback) ? memoryStore() : undefined
+  const [first] = policies
+  return {
+    async decide(windows, cost) {
+      const limited = windows.filter((w) => w.policy.fallback)
+      if (fallback && limited.length > 0) {
+        // A cost above a fallback limit counts as that whole limit, so it can still be admitted alone.
+        const requests = limited.map(({ policy, key }) => {
+          const limit = (policy.fallback as { limit: number }).limit
+          return { key, limit, windowMs: policy.window, cost: Math.min(cost, limit) }
+        })
+        const results = await fallback.consume(requests)
+        return combine(results.map((result, i) => toDecision(result, 'fallback', (limited[i] as Window).policy)))
+      }
+      const { limit, name } = first
+      return { allowed: true, limit, remaining: limit, retryAfterMs: 0, resetMs: 0, source: 'open', policy: name }
+    },
+    reset: async (key) => {
+      await fallback?.reset(key)
+    },
+  }
+}

@@ -1,0 +1,107 @@
+import { OptionError } from '../common/errors.js'
+import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
+import { memoryStore } from '../store/memory-store.js'
+import { isStore, type Store } from '../store/store.js'
+import type { Logger, RateLimiterOptions } from './limiter.js'
+import { resolveLocal } from './local-tier.js'
+import {
+  checkCost,
+  definePolicy,
+  POLICY_OPTION_NAMES,
+  POLICY_OPTIONS,
+  type Policy,
+  type PolicyOptions,
+  resolvePolicy,
+} from './policy.js'
+
+const LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
+  ...POLICY_OPTIONS,
+  store: true,
+  policies: true,
+  logger: true,
+  local: true,
+  maxQueue: true,
+})
+
+/** A limiter's options, validated once, with what follows from its policies worked out. */
+export interface LimiterConfig {
+  readonly policies: readonly [Policy, ...Policy[]]
+  readonly store: Store
+  readonly logger: Logger
+  readonly local: ReturnType<typeof resolveLocal>
+  readonly maxQueue: number
+  /** The strictest deadline among the policies: one store call decides them all. */
+  readonly timeoutMs: number
+  /** Fails closed if any policy does. */
+  readonly failClosed: boolean
+  /** The cost of a call that names none, and the largest a call may name. */
+  readonly defaultCost: number
+  readonly maxCost: number
+  /** Checks the cost a call names. */
+  checkCost(cost: unknown): number
+}
+
+export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfig {
+  checkOptionNames(options, 'createRateLimiter', LIMITER_OPTION_NAMES)
+  const policies = resolvePolicies(options)
+  const [first] = policies
+  const store = resolveStore(options.store)
+  const logger = options.logger ?? console
+  if (typeof logger?.warn !== 'function')
+    throw new OptionError('logger', logger, 'an object with a warn(message) method')
+  const defaultCost = Math.max(...policies.map((p) => p.cost))
+  const maxCost = Math.min(...policies.map((p) => p.limit))
+  // The multi-window script is a sliding log's: bucketed policies are alone.
+  const check = (cost: unknown) => checkCost(cost, 'cost', maxCost, first.algorithm, policies.length)
+  if (policies.length > 1) check(defaultCost)
+  return Object.freeze({
+    policies,
+    store,
+    logger,
+    local: resolveLocal(options.local, first.limit, first.window),
+    maxQueue: checkInteger(options.maxQueue ?? 1_000, 'maxQueue', 1, 10_000_000),
+    timeoutMs: Math.min(...policies.map((p) => p.timeoutMs)),
+    failClosed: policies.some((p) => p.onStoreError === 'fail-closed'),
+    defaultCost,
+    maxCost,
+    checkCost: check,
+  })
+}
+
+function resolvePolicies(options: RateLimiterOptions): [Policy, ...Policy[]] {
+  if (options.policies === undefined) return [resolvePolicy(options as PolicyOptions)]
+  const stray = POLICY_OPTION_NAMES.find((name) => options[name] !== undefined)
+  if (stray !== undefined) {
+    throw new OptionError(stray, options[stray], 'no policy options beside `policies`: put them in a policy')
+  }
+  if (!Array.isArray(options.policies) || options.policies.length === 0 || options.policies.length > 8) {
+    throw new OptionError('policies', options.policies, 'an array of 1 to 8 policies (definePolicy objects)')
+  }
+  const policies = options.policies.map((p) => definePolicy(p)) as [Policy, ...Policy[]]
+  const bucketed = policies.find((p) => p.algorithm === 'bucketed')
+  if (bucketed) {
+    throw new OptionError(
+      'policies',
+      bucketed.name,
+      "sliding-log policies: several policies in one call use the log's script",
+    )
+  }
+  const names = new Set(policies.map((p) => p.name))
+  if (names.size !== policies.length) {
+    throw new OptionError('policies', policies.map((p) => p.name).join(', '), 'policies with distinct names')
+  }
+  return policies
+}
+
+function resolveStore(store: unknown): Store {
+  if (store === undefined) return memoryStore()
+  if (isStore(store)) return store
+  const looksLikeClient = typeof (store as { evalsha?: unknown } | null)?.evalsha === 'function'
+  throw new OptionError(
+    'store',
+    store,
+    looksLikeClient
+      ? 'a store: wrap the ioredis client as redisStore(client)'
+      : 'a store made by redisStore(client) or memoryStore()',
+  )
+}
