@@ -1,5 +1,6 @@
 // One replica of the accuracy part's fleet: serves one limiter over HTTP and sends its own steady load to
 // it, then reports what it saw. Started by accuracy.ts with fork(); talks to it over IPC.
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { type Exchange, httpClient } from './http-get.js'
 import { type LimitedServer, type LimiterId, startLimitedServer, wallNow } from './limiter-servers.js'
 
@@ -15,7 +16,6 @@ export interface WorkerReport {
 
 const send = (message: unknown) =>
   new Promise<void>((resolve, reject) => process.send?.(message, undefined, {}, (e) => (e ? reject(e) : resolve())))
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 let server: LimitedServer | undefined
 let client: ReturnType<typeof httpClient> | undefined

@@ -3,9 +3,10 @@
 // one key. Every limiter runs behind its framework's middleware over HTTP on 127.0.0.1.
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { maxInWindow } from '@fleetlimit/test-kit/recording-store'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Redis } from 'ioredis'
-import { maxInWindow } from '../examples/demo/recording-store.js'
-import { startRedisServer } from '../test/support/redis-server.js'
 import type { WorkerMessage, WorkerReport } from './accuracy-worker.js'
 import { type Exchange, httpClient } from './http-get.js'
 import { LIMITERS, type LimiterId, startLimitedServer, wallNow } from './limiter-servers.js'
@@ -44,8 +45,6 @@ interface Run {
   readonly handlerTimes: readonly number[]
   readonly exchanges: readonly Exchange[]
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
 /**
  * The most admitted requests sent at or after some time a and answered before a + windowMs: each one's decision

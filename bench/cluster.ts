@@ -2,13 +2,14 @@
 // store again, on its promoted replica; meanwhile a fail-open policy decides under its fallback limit.
 import { once } from 'node:events'
 import { createRateLimiter, redisStore } from '@fleetlimit/core'
+import { keySlot, startRedisCluster } from '@fleetlimit/test-kit/redis-cluster'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Cluster } from 'ioredis'
-import { keySlot, startRedisCluster } from '../test/support/redis-cluster.js'
 import type { PartResult } from './run.js'
 
 const CALLERS = 8
 const TIMEOUT_MS = 200
-const NODE_TIMEOUT_MS = 1_000 // the cluster's cluster-node-timeout (test/support/redis-cluster.ts)
+const NODE_TIMEOUT_MS = 1_000 // the cluster's cluster-node-timeout (tools/test-kit/src/redis-cluster.ts)
 
 /** One trial on a new cluster: kill the hot key's master under load, time each phase until the store decides again. */
 async function trial() {
@@ -57,11 +58,11 @@ async function trial() {
       }
     }
     const callers = Array.from({ length: CALLERS }, caller)
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    await sleep(500)
     killedAt = performance.now()
     await cluster.nodes.find((node) => node.port === dying.port)?.stop()
     while (backAt === undefined && performance.now() - killedAt < 30_000) {
-      await new Promise((resolve) => setTimeout(resolve, 10))
+      await sleep(10)
     }
     running = false
     await Promise.all(callers)

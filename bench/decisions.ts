@@ -5,10 +5,10 @@ import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { promisify } from 'node:util'
 import { createRateLimiter, type LocalOptions, redisStore } from '@fleetlimit/core'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
 // Internal to core (not in its exports), so by path: the script redis-benchmark sends.
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
-import { startRedisServer } from '../test/support/redis-server.js'
 import { limiterName, PEERS } from './peers.js'
 import type { PartResult } from './run.js'
 

@@ -3,8 +3,9 @@
 // return to the store when it comes back.
 import { once } from 'node:events'
 import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
+import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Redis } from 'ioredis'
-import { type RedisServer, startRedisServer } from '../test/support/redis-server.js'
 import type { PartResult } from './run.js'
 
 const LOAD = 20 // concurrent callers
@@ -16,7 +17,6 @@ interface Sample {
   readonly source: string
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const quantile = (values: number[], q: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0

@@ -2,8 +2,8 @@
 // peers as peers.ts mounts them, fleetlimit in four configurations through @fleetlimit/express. Every server
 // counts `GET /` under the request's `x-key` header and notes when each admission was made.
 import { createRateLimiter, type LocalOptions, type RateLimiter, redisStore } from '@fleetlimit/core'
+import { recordingStore } from '@fleetlimit/test-kit/recording-store'
 import { Redis } from 'ioredis'
-import { recordingStore } from '../examples/demo/recording-store.js'
 import { fleetlimitGuard } from './fleetlimit-guard.js'
 import { PEERS, type PeerId } from './peers.js'
 import { type BenchServer, type KeyOf, startServer } from './servers.js'

@@ -1,9 +1,9 @@
 // Local part: store calls per request with the deny cache and with leases, on one hot key shared by four
 // processes, and the most admissions in any window divided by the limit.
 import type { LocalOptions } from '@fleetlimit/core'
-import { type FleetReport, runFleet } from '../examples/demo/fleet.js'
-import { maxInWindow } from '../examples/demo/recording-store.js'
-import { startRedisServer } from '../test/support/redis-server.js'
+import { type FleetReport, runFleet } from '@fleetlimit/test-kit/fleet'
+import { maxInWindow } from '@fleetlimit/test-kit/recording-store'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import type { PartResult } from './run.js'
 
 interface Load {

@@ -2,8 +2,9 @@
 // limiters, and what the bucketed algorithm's bounded memory costs in admissions against the sliding log on
 // the same schedule.
 import { memoryStore, redisStore, type Store } from '@fleetlimit/core'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Redis } from 'ioredis'
-import { startRedisServer } from '../test/support/redis-server.js'
 import { PEERS, type Peer, type PeerId } from './peers.js'
 import type { PartResult } from './run.js'
 
@@ -26,7 +27,7 @@ async function bytesPerKey(redis: Redis, limit: number, buckets: number | undefi
   for (let i = 0; i < steps; i++) {
     const cost = Math.floor(limit / steps) + (i < limit % steps ? 1 : 0)
     if (cost > 0) await store.consume([{ key: 'k', limit, windowMs: WINDOW_MS, cost, ...(buckets && { buckets }) }])
-    await new Promise((resolve) => setTimeout(resolve, WINDOW_MS / steps - 2))
+    await sleep(WINDOW_MS / steps - 2)
   }
   return Number(await redis.memory('USAGE', `${prefix}:k`, 'SAMPLES', '0'))
 }

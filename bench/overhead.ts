@@ -1,7 +1,7 @@
 // Overhead part: HTTP throughput of Express, Fastify and Koa with each rate limiter, as a ratio to the same
 // framework bare. overhead-servers.ts starts the servers, overhead-slices.ts measures them with autocannon
 // (loadgen.ts) and overhead-report.ts writes the results.
-import { startRedisServer } from '../test/support/redis-server.js'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { startLoadGenerator } from './loadgen.js'
 import { overheadChart, overheadMarkdown } from './overhead-report.js'
 import { type Cell, closeCells, startCells } from './overhead-servers.js'

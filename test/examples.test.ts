@@ -1,4 +1,5 @@
 import { memoryStore } from '@fleetlimit/core'
+import { freePort } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import request from 'supertest'
 import { httpBurst } from '../examples/demo/http-burst.js'
@@ -6,7 +7,6 @@ import { createApp as expressApp } from '../examples/express-basic/app.js'
 import { createApp as fastifyApp } from '../examples/fastify-plugin/app.js'
 import { createApp as koaApp } from '../examples/koa-router/app.js'
 import { startExample as otelExample } from '../examples/otel-prometheus/app.js'
-import { freePort } from './support/redis-server.js'
 
 describe('the examples', () => {
   it('the demo’s HTTP part: five searches admitted, then 429s, with headers', async () => {

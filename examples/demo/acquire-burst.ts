@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { createRateLimiter, type Store } from '@fleetlimit/core'
-import { maxInWindow, recordingStore } from './recording-store.js'
+import { maxInWindow, recordingStore } from '@fleetlimit/test-kit/recording-store'
 
 export interface BurstReport {
   /** Admission times relative to the first, in ms of the store's clock, in order. */

@@ -1,9 +1,9 @@
 // `pnpm demo`: the sliding window on the embedded store, and, with REDIS_URL set, a fleet of
 // four processes sharing one limit through Redis.
 import { memoryStore, redisStore, type Store } from '@fleetlimit/core'
+import { runFleet } from '@fleetlimit/test-kit/fleet'
 import { Redis } from 'ioredis'
 import { acquireBurst } from './acquire-burst.js'
-import { runFleet } from './fleet.js'
 import { httpBurst } from './http-burst.js'
 
 let failed = false

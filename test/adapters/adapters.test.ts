@@ -1,14 +1,13 @@
 import { definePolicy, type Logger, memoryStore, redisStore, type Store } from '@fleetlimit/core'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
 import Koa from 'koa'
 import sinon from 'sinon'
 import request from 'supertest'
+import { comparable, type Exchange, flavours } from '../support/adapter-harness.js'
 import { redisClient, uniquePrefix } from '../support/redis.js'
-import { comparable, type Exchange, flavours } from './harness.js'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describe('adapters', () => {
   let redis: Redis

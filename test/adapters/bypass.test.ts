@@ -9,7 +9,7 @@ import Fastify from 'fastify'
 import Koa from 'koa'
 import sinon from 'sinon'
 import request from 'supertest'
-import { flavours } from './harness.js'
+import { flavours } from '../support/adapter-harness.js'
 
 /** The messages a fake logger was given. */
 const messages = (logger: Logger) => (logger.warn as sinon.SinonSpy).getCalls().map((call) => String(call.args[0]))

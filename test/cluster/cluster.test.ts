@@ -1,12 +1,13 @@
 import { once } from 'node:events'
 import { createRateLimiter, type Decision, redisStore, StoreError } from '@fleetlimit/core'
+import { runFleet } from '@fleetlimit/test-kit/fleet'
+import { maxInWindow } from '@fleetlimit/test-kit/recording-store'
+import { keySlot, type RedisCluster, startRedisCluster } from '@fleetlimit/test-kit/redis-cluster'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import { Cluster } from 'ioredis'
-import { runFleet } from '../../examples/demo/fleet.js'
-import { maxInWindow } from '../../examples/demo/recording-store.js'
 import { describeStoreConformance } from '../support/conformance.js'
 import { uniquePrefix } from '../support/redis.js'
-import { keySlot, type RedisCluster, startRedisCluster } from '../support/redis-cluster.js'
 
 describe('Redis Cluster: three masters, one replica each, started by the test', function () {
   this.timeout(120_000)
@@ -126,7 +127,7 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
         )
       }
     })()
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await sleep(300)
     const node = cluster.startupNodes[0] as { port: number }
     await cluster.cli(
       '--cluster',
@@ -140,7 +141,7 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
       '1',
       '--cluster-yes',
     )
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await sleep(300)
     running = false
     await load
     expect((await cluster.masterOf(lowestSlot)).id, 'the hot key’s slot moved').to.equal(to)
@@ -193,11 +194,11 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
           if (decision.source === 'fallback' && decision.allowed) fallbackAdmitted++
           if (decision.source === 'store' && sources.includes('fallback')) backToStore()
         }
-        await new Promise((resolve) => setTimeout(resolve, 5))
+        await sleep(5)
       }
     }
     const callers = Array.from({ length: 8 }, caller)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await sleep(300)
     killed = true
     await cluster.nodes.find((node) => node.port === dying.port)?.stop()
     await back

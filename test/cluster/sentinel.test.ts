@@ -4,9 +4,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRateLimiter, redisStore } from '@fleetlimit/core'
+import { freePort, type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import { Redis } from 'ioredis'
-import { freePort, type RedisServer, startRedisServer } from '../support/redis-server.js'
 
 /** Starts a sentinel (the redis-server binary in sentinel mode) watching `primaryPort` as 'primary'. */
 async function startSentinel(dir: string, primaryPort: number) {
@@ -62,7 +63,7 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
     try {
       for (let i = 0; !(await probe.info('replication')).includes('master_link_status:up'); i++) {
         if (i > 500) throw new Error('the replica never synced with the primary')
-        await new Promise((resolve) => setTimeout(resolve, 20))
+        await sleep(20)
       }
     } finally {
       probe.disconnect()
@@ -100,7 +101,7 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
       const killedAt = performance.now()
       let decision = await limiter.consume('t')
       while (decision.source !== 'store' && performance.now() - killedAt < 60_000) {
-        await new Promise((resolve) => setTimeout(resolve, 50))
+        await sleep(50)
         decision = await limiter.consume('t')
       }
       expect(decision.source, 'decisions returned to the store').to.equal('store')

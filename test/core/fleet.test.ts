@@ -1,5 +1,5 @@
+import { runFleet } from '@fleetlimit/test-kit/fleet'
 import { expect } from 'chai'
-import { runFleet } from '../../examples/demo/fleet.js'
 import { redisUrl } from '../support/root-hooks.js'
 
 describe('a fleet of processes on one Redis key', function () {

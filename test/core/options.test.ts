@@ -7,7 +7,6 @@ import {
   redisStore,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
-import { parseDuration } from '../../packages/core/src/common/duration.js'
 
 /** Asserts that `build` throws an ERR_FLEETLIMIT_OPTION naming the option and, when given, the accepted values. */
 function expectOptionError(build: () => unknown, option: string, accepted?: RegExp): OptionError {
@@ -127,41 +126,5 @@ describe('options are validated at construction', () => {
       const error = await limiter.consume(key as never).catch((e: unknown) => e)
       expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_OPTION'), String(error)).to.equal(true)
     }
-  })
-})
-
-describe('definePolicy', () => {
-  it('freezes a resolved policy that builds a limiter when spread', async () => {
-    const policy = definePolicy({ limit: 3, window: '1.5s', name: 'search' })
-    expect(Object.isFrozen(policy)).to.equal(true)
-    expect(policy).to.deep.equal({
-      name: 'search',
-      limit: 3,
-      window: 1500,
-      cost: 1,
-      scope: 'route',
-      algorithm: 'sliding-log',
-      onStoreError: 'fail-closed',
-      timeoutMs: 100,
-    })
-    const limiter = createRateLimiter({ store: memoryStore(), ...policy })
-    expect(limiter.policy).to.deep.equal(policy)
-    expect((await limiter.consume('a')).policy).to.equal('search')
-  })
-
-  it('derives a name from the limit and window when none is given', () => {
-    expect(definePolicy({ limit: 100, window: '1m' }).name).to.equal('100-per-60000ms')
-  })
-})
-
-describe('parseDuration', () => {
-  it('accepts ms numbers and unit strings', () => {
-    expect(parseDuration(250, 'w')).to.equal(250)
-    expect(parseDuration('250ms', 'w')).to.equal(250)
-    expect(parseDuration('10s', 'w')).to.equal(10_000)
-    expect(parseDuration('1.1s', 'w')).to.equal(1_100)
-    expect(parseDuration('1m', 'w')).to.equal(60_000)
-    expect(parseDuration('1h', 'w')).to.equal(3_600_000)
-    expect(parseDuration('1d', 'w')).to.equal(86_400_000)
   })
 })

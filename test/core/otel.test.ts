@@ -6,7 +6,7 @@ import { instrumentLimiter } from '@fleetlimit/core/otel'
 import { DataPointType, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { expect } from 'chai'
 import { createServerSet } from '../../packages/core/src/store/server-set.js'
-import { serverPerTest } from '../failure/faults.js'
+import { serverPerTest } from '../support/faults.js'
 
 /** A reader that exports only when the test collects. */
 class TestReader extends MetricReader {

@@ -1,9 +1,9 @@
 import { definePolicy, redisStore } from '@fleetlimit/core'
+import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
-import { flavours } from '../adapters/harness.js'
-import { type RedisServer, startRedisServer } from '../support/redis-server.js'
-import { boundMs, defaultClient } from './faults.js'
+import { flavours } from '../support/adapter-harness.js'
+import { boundMs, defaultClient } from '../support/faults.js'
 
 describe('adapters while Redis is down', function () {
   this.timeout(30_000)

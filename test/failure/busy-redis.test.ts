@@ -1,8 +1,8 @@
 import { createRateLimiter, isFleetlimitError, redisStore, type StoreError } from '@fleetlimit/core'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
-import { startRedisServer } from '../support/redis-server.js'
-import { defaultClient, serverPerTest } from './faults.js'
+import { defaultClient, serverPerTest } from '../support/faults.js'
 
 const quiet = { warn() {}, info() {} }
 

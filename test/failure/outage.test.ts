@@ -1,9 +1,10 @@
 import { createRateLimiter, isFleetlimitError, type RateLimiter, redisStore, type StoreError } from '@fleetlimit/core'
+import { maxInWindow } from '@fleetlimit/test-kit/recording-store'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import sinon from 'sinon'
-import { maxInWindow } from '../../examples/demo/recording-store.js'
-import { startRedisServer } from '../support/redis-server.js'
-import { boundMs, countEvents, decideMany, defaultClient, nextReady, serverPerTest, sleep } from './faults.js'
+import { boundMs, countEvents, decideMany, defaultClient, nextReady, serverPerTest } from '../support/faults.js'
 
 const TIMEOUT_MS = 100
 const COOLDOWN_MS = 300

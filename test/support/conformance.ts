@@ -1,7 +1,7 @@
 import { createRateLimiter, type Store } from '@fleetlimit/core'
+import { expectAdmittedExactlyAt } from '@fleetlimit/test-kit/exact-wait'
 import { expect } from 'chai'
 import type { WindowRequest, WindowResult } from '../../packages/core/src/store/store.js'
-import { expectAdmittedExactlyAt } from './exact-wait.js'
 
 const request = (key: string, limit: number, windowMs: number, cost = 1): WindowRequest => ({
   key,

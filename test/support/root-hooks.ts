@@ -1,4 +1,4 @@
-import { type RedisServer, startRedisServer } from './redis-server.js'
+import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 
 let server: RedisServer | undefined
 let url: string | undefined

@@ -28,5 +28,3 @@ export async function closeStoreClients(): Promise<void> {
   await client?.quit()
   client = undefined
 }
-
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

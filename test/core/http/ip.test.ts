@@ -2,6 +2,25 @@ import { ipTenant } from '@fleetlimit/core/http'
 import { expect } from 'chai'
 import fc from 'fast-check'
 
+describe('ipTenant', () => {
+  it('keeps IPv4, maps IPv4-mapped IPv6 to IPv4, and groups IPv6 by prefix', () => {
+    expect(ipTenant('203.0.113.9')).to.equal('203.0.113.9')
+    expect(ipTenant('::ffff:203.0.113.9')).to.equal('203.0.113.9')
+    expect(ipTenant('::ffff:cb00:7109')).to.equal('203.0.113.9')
+    expect(ipTenant('2001:db8:abcd:12ff::1')).to.equal('2001:db8:abcd:1200:0:0:0:0/56')
+    expect(ipTenant('2001:db8:abcd:1234:5678::1', 64)).to.equal('2001:db8:abcd:1234:0:0:0:0/64')
+    expect(ipTenant('2001:db8::1', 128)).to.equal('2001:db8:0:0:0:0:0:1/128')
+    expect(ipTenant('fe80::1%eth0', 16)).to.equal('fe80:0:0:0:0:0:0:0/16')
+    expect(ipTenant('64:ff9b::192.0.2.33', 128)).to.equal('64:ff9b:0:0:0:0:c000:221/128')
+  })
+
+  it('puts a missing address in one bucket and keeps a non-address as it is', () => {
+    expect(ipTenant(undefined)).to.equal('unknown-ip')
+    expect(ipTenant('')).to.equal('unknown-ip')
+    expect(ipTenant('not-an-ip')).to.equal('not-an-ip')
+  })
+})
+
 describe('ipTenant: addresses with ports and brackets', () => {
   it('drops the port of an IPv4 address, as some gateways send it in X-Forwarded-For', () => {
     expect(ipTenant('1.2.3.4:5678')).to.equal('1.2.3.4')

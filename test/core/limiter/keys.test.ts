@@ -1,7 +1,7 @@
 import { createRateLimiter, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import { buildKey, encodeKeyPart } from '../../packages/core/src/limiter/keys.js'
+import { buildKey, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
 
 describe('keys', () => {
   it('keeps plain ids readable and pins the tenant as the hash tag', () => {

@@ -1,12 +1,10 @@
-import { createRateLimiter, memoryStore, redisStore } from '@fleetlimit/core'
+import { createRateLimiter, memoryStore } from '@fleetlimit/core'
+import { runFleet } from '@fleetlimit/test-kit/fleet'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import type { Redis } from 'ioredis'
 import sinon from 'sinon'
-import { runFleet } from '../../examples/demo/fleet.js'
-import type { Lease } from '../../packages/core/src/store/store.js'
-import { redisClient, uniquePrefix } from '../support/redis.js'
-import { redisUrl } from '../support/root-hooks.js'
+import type { Lease } from '../../../packages/core/src/store/store.js'
+import { redisUrl } from '../../support/root-hooks.js'
 
 describe('local tier', () => {
   describe('deny cache (fake timers)', () => {
@@ -96,36 +94,6 @@ describe('local tier', () => {
   })
 
   describe('leases on Redis', () => {
-    let redis: Redis
-    before(() => {
-      redis = redisClient()
-    })
-    after(() => redis.quit())
-
-    it('admits from a lease locally, and returns unused units: ZCARD shrinks by the units returned', async () => {
-      const prefix = uniquePrefix()
-      const limiter = createRateLimiter({
-        store: redisStore(redis, { prefix }),
-        name: 'api',
-        limit: 100,
-        window: '10s',
-        local: { lease: 10, leaseTtlMs: 50 },
-      })
-      const key = `${prefix}:api~sl1-10000:{t}`
-      const sources = []
-      for (let i = 0; i < 3; i++) sources.push((await limiter.consume('t')).source)
-      expect(sources).to.deep.equal(['store', 'local', 'local'])
-      expect(await redis.zcard(key), 'the whole lease is in the window').to.equal(10)
-      const [, score] = await redis.zrange(key, 0, 0, 'WITHSCORES')
-      const [, nowMs] = await redis.time()
-      expect(Number(score) / 1000, 'scored at the lease’s expiry').to.be.above(Number(nowMs) / 1000)
-
-      // The lease expires 50 ms after it was asked for; wait on the counter that says it was returned.
-      for (let i = 0; i < 200 && limiter.stats().returnedUnits < 7; i++) await new Promise((r) => setTimeout(r, 10))
-      expect(limiter.stats()).to.include({ leasedUnits: 10, leaseUsedUnits: 3, expiredUnits: 7, returnedUnits: 7 })
-      expect(await redis.zcard(key)).to.equal(3)
-    })
-
     it('a fleet of four processes with the deny cache, then with auto leases, never exceeds the limit', async function () {
       this.timeout(60_000)
       for (const local of [{ denyCache: true }, { lease: 'auto' as const }]) {

@@ -5,10 +5,10 @@ import { createRateLimiter, redisStore } from '@fleetlimit/core'
 import { Cluster, Redis } from 'ioredis'
 import type { FleetWorkerConfig } from './fleet.js'
 import { recordingStore } from './recording-store.js'
+import { sleep } from './sleep.js'
 
 const send = (message: unknown) =>
   new Promise<void>((resolve, reject) => process.send?.(message, undefined, {}, (e) => (e ? reject(e) : resolve())))
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 process.once('message', async (config: FleetWorkerConfig) => {
   // A skewed client clock must not matter: the script reads the server's clock.

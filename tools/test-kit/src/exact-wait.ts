@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { sleep } from './sleep.js'
 
 export interface TimedAnswer {
   readonly allowed: boolean
@@ -6,8 +7,6 @@ export interface TimedAnswer {
   /** The store clock's time of the answer, in ms. */
   readonly now: number
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
  * Checks a promised wait against the store's own clock, whatever the scheduler does to our sleeps: sleeps

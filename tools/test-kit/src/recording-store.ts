@@ -1,5 +1,5 @@
 import type { Store } from '@fleetlimit/core'
-import { STORE } from '../../packages/core/src/store/store.js'
+import { STORE } from '../../../packages/core/src/store/store.js'
 
 /**
  * Wraps a store to note the store-clock time (ms) of every unit it admits: plain admissions, and the units a

@@ -1,14 +1,9 @@
+import { expectAdmittedExactlyAt } from '@fleetlimit/test-kit/exact-wait'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
-import { createScriptRunner } from '../../packages/core/src/store/script-runner.js'
-import {
-  bucketedScript,
-  leaseScript,
-  slidingLogMultiScript,
-  slidingLogScript,
-} from '../../packages/core/src/store/scripts.generated.js'
-import { expectAdmittedExactlyAt } from '../support/exact-wait.js'
-import { redisClient, uniquePrefix } from '../support/redis.js'
+import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
+import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
+import { redisClient, uniquePrefix } from '../../support/redis.js'
 
 interface Reply {
   allowed: number
@@ -46,65 +41,6 @@ describe('lua/sliding-log.lua on a real Redis', () => {
   after(() => redis.quit())
   beforeEach(() => {
     key = `${uniquePrefix()}:k`
-  })
-
-  it('SCRIPT LOAD returns the sha1 the generator computed', async () => {
-    for (const script of [slidingLogScript, slidingLogMultiScript, leaseScript, bucketedScript]) {
-      expect(await redis.script('LOAD', script.lua), script.name).to.equal(script.sha1)
-    }
-  })
-
-  it('records nothing for a call whose deadline passed before it ran, in every recording script', async () => {
-    const { nowUs } = await call(10, 10_000, 1, 'peek')
-    const past = nowUs - 1
-    expect(await call(10, 10_000, 3, 'consume', past)).to.deep.include({ allowed: -1, remaining: 0 })
-    expect(await redis.exists(key)).to.equal(0)
-    const [multi, lease, bucketed] = await Promise.all([
-      runner().run(
-        slidingLogMultiScript,
-        [`${key}:{t}:a`, `${key}:{t}:b`],
-        [1, 'm', 'consume', past, 5, 1_000, 5, 2_000],
-      ),
-      runner().run(leaseScript, [key], [10, 10_000, 5, 1, 5, 100, 'l', past]),
-      runner().run(bucketedScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past]),
-    ])
-    expect((multi as number[]).slice(0, 1)).to.deep.equal([-1])
-    expect(multi as number[]).to.have.length(2)
-    expect((lease as number[])[0]).to.equal(-1)
-    expect((bucketed as number[])[0]).to.equal(-1)
-    expect(await redis.exists(key, `${key}:{t}:a`, `${key}:{t}:b`, `${key}:b`)).to.equal(0)
-    // A deadline still ahead changes nothing.
-    expect(await call(10, 10_000, 3, 'consume', nowUs + 60_000_000)).to.include({ allowed: 1, remaining: 7 })
-  })
-
-  it('the multi-key script records in every window or in none, with each window’s exact wait', async () => {
-    const tag = `${key}:{t}`
-    const keys = [`${tag}:global`, `${tag}:route`]
-    const multi = async (cost: number) =>
-      (await runner().run(slidingLogMultiScript, keys, [
-        cost,
-        `m${members++}`,
-        'consume',
-        0,
-        5,
-        10_000,
-        2,
-        3_000,
-      ])) as number[]
-    expect((await multi(1))[0]).to.equal(1)
-    const admitted = await multi(1)
-    expect(admitted.slice(0, 1).concat(admitted.slice(2))).to.deep.equal([1, 1, 3, 0, 10_000, 1, 0, 0, 3_000])
-    const denied = await multi(1)
-    const nowUs = denied[1] as number
-    const routeScores = (await redis.zrange(keys[1] as string, 0, -1, 'WITHSCORES'))
-      .filter((_, i) => i % 2 === 1)
-      .map(Number)
-    expect(denied[0]).to.equal(0)
-    expect(denied.slice(2, 5)).to.deep.equal([1, 3, 0])
-    expect(denied.slice(6, 8)).to.deep.equal([0, 0])
-    expect(denied[8]).to.equal(Math.ceil(((routeScores[0] as number) + 3_000_000 - nowUs) / 1000))
-    expect(await redis.zcard(keys[0] as string), 'the denial added nothing to the window that had room').to.equal(2)
-    expect(await redis.pttl(keys[1] as string)).to.be.within(1, 3_000)
   })
 
   it('admits up to the limit, then denies with the exact wait', async () => {

@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import type { Decision, RateLimiter } from '@fleetlimit/core'
+import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
-import { type RedisServer, startRedisServer } from '../support/redis-server.js'
 
 /** What a batch of decisions did: the decisions made, the errors thrown, and the slowest one, in ms. */
 export interface Batch {
@@ -51,8 +51,6 @@ export async function defaultClient(url: string): Promise<Redis> {
 
 /** Resolves on the client's next 'ready' (after a reconnect). */
 export const nextReady = (client: Redis) => once(client, 'ready')
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * The bound on any one decision while the store is failing: the deadline plus a generous allowance for a

@@ -1,12 +1,9 @@
-import { createRateLimiter, memoryStore, redisStore, type Store } from '@fleetlimit/core'
+import { createRateLimiter, memoryStore, type Store } from '@fleetlimit/core'
+import { expectAdmittedExactlyAt } from '@fleetlimit/test-kit/exact-wait'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import type { Redis } from 'ioredis'
-import { bucketedScript } from '../../packages/core/src/store/scripts.generated.js'
-import type { WindowRequest, WindowResult } from '../../packages/core/src/store/store.js'
-import { expectAdmittedExactlyAt } from '../support/exact-wait.js'
-import { redisClient, uniquePrefix } from '../support/redis.js'
-import { closeStoreClients, storeKinds } from '../support/stores.js'
+import type { WindowRequest, WindowResult } from '../../../packages/core/src/store/store.js'
+import { closeStoreClients, storeKinds } from '../../support/stores.js'
 
 const request = (key: string, limit: number, windowMs: number, cost = 1, buckets = 10): WindowRequest => ({
   key,
@@ -56,34 +53,6 @@ for (const kind of storeKinds) {
     })
   })
 }
-
-describe('bucketed algorithm on Redis: script and memory', () => {
-  let redis: Redis
-  before(() => {
-    redis = redisClient()
-  })
-  after(() => redis.quit())
-
-  it('SCRIPT LOAD returns the generated sha1', async () => {
-    expect(await redis.script('LOAD', bucketedScript.lua)).to.equal(bucketedScript.sha1)
-  })
-
-  it('keeps one key at a limit of 100 000 per window within a few kilobytes', async function () {
-    this.timeout(10_000)
-    const prefix = uniquePrefix()
-    const store = redisStore(redis, { prefix })
-    const windowMs = 600
-    // Spread 100 000 admissions over the whole window, so that every bucket holds some.
-    for (let i = 0; i < 60; i++) {
-      await store.consume([{ key: 'k', limit: 100_000, windowMs, cost: 1_600, buckets: 60 }])
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-    const key = `${prefix}:k`
-    const bytes = Number(await redis.memory('USAGE', key))
-    expect(await redis.hlen(key)).to.be.within(30, 61)
-    expect(bytes).to.be.below(8_192)
-  })
-})
 
 describe('bucketed model (fast-check, injected clock)', () => {
   it('never holds more than the limit in any window, and every denial’s wait is exact for the model', async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import { freePort, type RedisServer, startRedisServer } from './redis-server.js'
+import { sleep } from './sleep.js'
 
 const run = promisify(execFile)
 
@@ -14,7 +15,6 @@ export interface RedisCluster {
   readonly startupNodes: { host: string; port: number }[]
   /** `redis-cli` with the given arguments, against the first node. */
   cli(...args: string[]): Promise<string>
-  /** The node serving a slot as master, with its cluster id and the lowest slot it serves. */
   /** The master of a slot, as a live node (or the node on `askPort`) sees it. */
   masterOf(slot: number, askPort?: number): Promise<{ id: string; port: number; lowestSlot: number }>
   stop(): Promise<void>
@@ -66,7 +66,7 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
       const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info'])
       if (stdout.includes('cluster_state:ok')) break
       if (i > 200) throw new Error(`cluster node ${port} never reached cluster_state:ok`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      await sleep(50)
     }
   }
   // A replica that never synced cannot be promoted: wait until each one's link to its master is up.
@@ -75,7 +75,7 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
       const { stdout } = await run('redis-cli', ['-p', String(port), 'info', 'replication'])
       if (stdout.includes('role:master') || stdout.includes('master_link_status:up')) break
       if (i > 200) throw new Error(`cluster replica ${port} never synced with its master`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      await sleep(50)
     }
   }
   const first = ports[0] as number
@@ -109,4 +109,4 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } =
 }
 
 /** The Redis Cluster slot of a key, as fleetlimit computes it (checked against CLUSTER KEYSLOT in the cluster suite). */
-export { clusterSlot as keySlot } from '../../packages/core/src/store/cluster-slot.js'
+export { clusterSlot as keySlot } from '../../../packages/core/src/store/cluster-slot.js'

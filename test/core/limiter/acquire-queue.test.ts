@@ -10,7 +10,7 @@ import {
 } from '@fleetlimit/core'
 import { expect } from 'chai'
 import sinon from 'sinon'
-import { STORE } from '../../packages/core/src/store/store.js'
+import { STORE } from '../../../packages/core/src/store/store.js'
 
 /** Settles a promise into an inspectable record without letting a rejection go unhandled. */
 function track<T>(promise: Promise<T>) {

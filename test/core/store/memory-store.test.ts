@@ -1,7 +1,7 @@
 import { memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import type { WindowResult } from '../../packages/core/src/store/store.js'
+import type { WindowResult } from '../../../packages/core/src/store/store.js'
 
 interface Admission {
   readonly at: number

@@ -1,0 +1,74 @@
+import { expect } from 'chai'
+import type { Redis } from 'ioredis'
+import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
+import {
+  bucketedScript,
+  leaseScript,
+  slidingLogMultiScript,
+  slidingLogScript,
+} from '../../../packages/core/src/store/scripts.generated.js'
+import { redisClient, uniquePrefix } from '../../support/redis.js'
+
+interface Reply {
+  allowed: number
+  remaining: number
+  retryAfterMs: number
+  resetMs: number
+  nowUs: number
+}
+
+// What every script shares: its sha1, and the deadline after which it records nothing.
+describe('every Lua script on a real Redis', () => {
+  let redis: Redis
+  let key: string
+  let members = 0
+  const runner = () => createScriptRunner(redis)
+
+  /** One call of sliding-log.lua on the test's key. */
+  async function call(limit: number, windowMs: number, cost = 1, mode = 'consume', deadlineUs = 0): Promise<Reply> {
+    const reply = (await runner().run(
+      slidingLogScript,
+      [key],
+      [limit, windowMs, cost, `m${members++}`, mode, deadlineUs],
+    )) as number[]
+    const [allowed, remaining, retryAfterMs, resetMs, nowUs] = reply as [number, number, number, number, number]
+    return { allowed, remaining, retryAfterMs, resetMs, nowUs }
+  }
+
+  before(() => {
+    redis = redisClient()
+  })
+  after(() => redis.quit())
+  beforeEach(() => {
+    key = `${uniquePrefix()}:k`
+  })
+
+  it('SCRIPT LOAD returns the sha1 the generator computed', async () => {
+    for (const script of [slidingLogScript, slidingLogMultiScript, leaseScript, bucketedScript]) {
+      expect(await redis.script('LOAD', script.lua), script.name).to.equal(script.sha1)
+    }
+  })
+
+  it('records nothing for a call whose deadline passed before it ran, in every recording script', async () => {
+    const { nowUs } = await call(10, 10_000, 1, 'peek')
+    const past = nowUs - 1
+    expect(await call(10, 10_000, 3, 'consume', past)).to.deep.include({ allowed: -1, remaining: 0 })
+    expect(await redis.exists(key)).to.equal(0)
+    const [multi, lease, bucketed] = await Promise.all([
+      runner().run(
+        slidingLogMultiScript,
+        [`${key}:{t}:a`, `${key}:{t}:b`],
+        [1, 'm', 'consume', past, 5, 1_000, 5, 2_000],
+      ),
+      runner().run(leaseScript, [key], [10, 10_000, 5, 1, 5, 100, 'l', past]),
+      runner().run(bucketedScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past]),
+    ])
+    expect((multi as number[]).slice(0, 1)).to.deep.equal([-1])
+    expect(multi as number[]).to.have.length(2)
+    expect((lease as number[])[0]).to.equal(-1)
+    expect((bucketed as number[])[0]).to.equal(-1)
+    expect(await redis.exists(key, `${key}:{t}:a`, `${key}:{t}:b`, `${key}:b`)).to.equal(0)
+    // A deadline still ahead changes nothing.
+    expect(await call(10, 10_000, 3, 'consume', nowUs + 60_000_000)).to.include({ allowed: 1, remaining: 7 })
+  })
+})

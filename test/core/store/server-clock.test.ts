@@ -1,0 +1,25 @@
+import { expect } from 'chai'
+import { createServerClock } from '../../../packages/core/src/store/server-clock.js'
+
+describe('the server clock estimate', () => {
+  it('knows nothing before a reply, then errs early: the tightest lower bound of the offset', () => {
+    const clock = createServerClock()
+    expect(clock.serverTimeAt(100)).to.equal(undefined)
+    // Server 1,000 ms ahead; replies received 5 ms and then 1 ms after the server stamped them.
+    clock.observe(1_000 + 10, 15)
+    expect(clock.serverTimeAt(100)).to.equal(1_095)
+    clock.observe(1_000 + 20, 21)
+    expect(clock.serverTimeAt(100)).to.equal(1_099)
+    clock.observe(1_000 + 30, 40)
+    expect(clock.serverTimeAt(100), 'a slower reply does not loosen the bound').to.equal(1_099)
+  })
+
+  it('follows a server clock that stepped back, within two spans of 10 s', () => {
+    const clock = createServerClock()
+    clock.observe(5_000, 0)
+    clock.observe(3_000 + 10_001, 10_001)
+    expect(clock.serverTimeAt(0), 'the previous span still counts').to.equal(5_000)
+    clock.observe(3_000 + 20_002, 20_002)
+    expect(clock.serverTimeAt(0)).to.equal(3_000)
+  })
+})
