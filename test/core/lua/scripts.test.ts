@@ -8,32 +8,17 @@ import {
   slidingLogScript,
 } from '../../../packages/core/src/store/scripts.generated.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
-
-interface Reply {
-  allowed: number
-  remaining: number
-  retryAfterMs: number
-  resetMs: number
-  nowUs: number
-}
+import { callSlidingLog } from '../../support/sliding-log-call.js'
 
 // What every script shares: its sha1, and the deadline after which it records nothing.
 describe('every Lua script on a real Redis', () => {
   let redis: Redis
   let key: string
-  let members = 0
   const runner = () => createScriptRunner(redis)
 
   /** One call of sliding-log.lua on the test's key. */
-  async function call(limit: number, windowMs: number, cost = 1, mode = 'consume', deadlineUs = 0): Promise<Reply> {
-    const reply = (await runner().run(
-      slidingLogScript,
-      [key],
-      [limit, windowMs, cost, `m${members++}`, mode, deadlineUs],
-    )) as number[]
-    const [allowed, remaining, retryAfterMs, resetMs, nowUs] = reply as [number, number, number, number, number]
-    return { allowed, remaining, retryAfterMs, resetMs, nowUs }
-  }
+  const call = (limit: number, windowMs: number, cost = 1, mode: 'consume' | 'peek' = 'consume', deadlineUs = 0) =>
+    callSlidingLog(redis, key, { limit, windowMs, cost, mode, deadlineUs })
 
   before(() => {
     redis = redisClient()

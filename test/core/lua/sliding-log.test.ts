@@ -1,33 +1,17 @@
 import { expectAdmittedExactlyAt } from '@fleetlimit/test-kit/exact-wait'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
-import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
-
-interface Reply {
-  allowed: number
-  remaining: number
-  retryAfterMs: number
-  resetMs: number
-  nowUs: number
-}
+import { callSlidingLog } from '../../support/sliding-log-call.js'
 
 describe('lua/sliding-log.lua on a real Redis', () => {
   let redis: Redis
   let key: string
-  let members = 0
-  const runner = () => createScriptRunner(redis)
 
-  async function call(limit: number, windowMs: number, cost = 1, mode = 'consume', deadlineUs = 0): Promise<Reply> {
-    const reply = (await runner().run(
-      slidingLogScript,
-      [key],
-      [limit, windowMs, cost, `m${members++}`, mode, deadlineUs],
-    )) as number[]
-    const [allowed, remaining, retryAfterMs, resetMs, nowUs] = reply as [number, number, number, number, number]
-    return { allowed, remaining, retryAfterMs, resetMs, nowUs }
-  }
+  /** One call of sliding-log.lua on the test's key. */
+  const call = (limit: number, windowMs: number, cost = 1, mode: 'consume' | 'peek' = 'consume', deadlineUs = 0) =>
+    callSlidingLog(redis, key, { limit, windowMs, cost, mode, deadlineUs })
 
   /** The scores of the key's entries, in ascending order, in µs. */
   async function scores(): Promise<number[]> {

@@ -9,7 +9,7 @@ import { combine, type Decision, toDecision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
 import { buildKey, type KeyInput } from './keys.js'
 import { resolveLimiterOptions } from './limiter-options.js'
-import { createLocalTier, type LocalOptions } from './local-tier.js'
+import { createLocalTier, type LocalOptions, noLocalCounts } from './local-tier.js'
 import { type Policy, type PolicyOptions, policyKeyName } from './policy.js'
 import { createStoreCaller } from './store-caller.js'
 
@@ -287,18 +287,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     stats: () => ({
       ...counters,
       ...caller.stats(),
-      ...(tier ? tier.stats() : NO_LOCAL_COUNTS),
+      ...(tier ? tier.stats() : noLocalCounts()),
       breakerOpenings: (servers?.openings ?? 0) - openingsAtStart,
     }),
     on: events.on,
   }
 }
-
-const NO_LOCAL_COUNTS = Object.freeze({
-  localHits: 0,
-  releaseCalls: 0,
-  leasedUnits: 0,
-  leaseUsedUnits: 0,
-  expiredUnits: 0,
-  returnedUnits: 0,
-})

@@ -17,6 +17,16 @@ export interface LocalOptions {
   leaseTtlMs?: Duration
 }
 
+/** A local tier's counts before it counted anything (and a limiter's with no local tier). */
+export const noLocalCounts = (): LocalCounters => ({
+  localHits: 0,
+  releaseCalls: 0,
+  leasedUnits: 0,
+  leaseUsedUnits: 0,
+  expiredUnits: 0,
+  returnedUnits: 0,
+})
+
 /** What the local tier counted: part of the limiter's stats(). */
 export interface LocalCounters {
   localHits: number
@@ -108,14 +118,7 @@ export function createLocalTier(
   policy: { readonly limit: number; readonly name: string },
   store: Store,
 ): LocalTier {
-  const counters: LocalCounters = {
-    localHits: 0,
-    releaseCalls: 0,
-    leasedUnits: 0,
-    leaseUsedUnits: 0,
-    expiredUnits: 0,
-    returnedUnits: 0,
-  }
+  const counters = noLocalCounts()
   const { limit } = policy
   const now = () => performance.now()
   const denials = new Map<string, DenyEntry>()
