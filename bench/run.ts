@@ -12,6 +12,7 @@ import { load } from './load.js'
 import { local } from './local.js'
 import { memory } from './memory.js'
 import { overhead } from './overhead.js'
+import { redisCost } from './redis-cost.js'
 
 export interface PartResult {
   readonly title: string
@@ -30,6 +31,7 @@ const parts: Record<string, () => Promise<PartResult>> = {
   local: () => local(),
   memory: () => memory(),
   overhead: () => overhead(),
+  'redis-cost': () => redisCost(),
 }
 
 const wanted = process.argv.slice(2)

@@ -7,6 +7,7 @@ import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
 import { PEERS } from '../../bench/peers.js'
+import { redisCost } from '../../bench/redis-cost.js'
 
 const expectFinite = (value: unknown, what: string) =>
   expect(Number.isFinite(value), `${what}: ${value}`).to.equal(true)
@@ -83,5 +84,21 @@ describe('bench parts at a tiny size', () => {
       expect(r.backToStoreMs === null || Number.isFinite(r.backToStoreMs), `${r.kind} backToStoreMs`).to.equal(true)
       expect(r.stats).to.be.an('object')
     }
+  })
+
+  it('redis-cost: both scripts timed in every scenario, and the memory of a filled key', async function () {
+    this.timeout(60_000)
+    const { data } = await redisCost({ requests: 2_000, rounds: 1, memoryLimits: [2_000] })
+    const { rows, memory } = data as {
+      rows: { scenario: string; counterUs: number; oursUs: number }[]
+      memory: { limit: number; bytes: number }[]
+    }
+    expect(rows).to.have.length(3)
+    for (const row of rows) {
+      expect(row.counterUs, row.scenario).to.be.greaterThan(0)
+      expect(row.oursUs, row.scenario).to.be.greaterThan(0)
+    }
+    expect(memory.map((m) => m.limit)).to.deep.equal([2_000])
+    expect(memory[0]?.bytes).to.be.greaterThan(2_000)
   })
 })
