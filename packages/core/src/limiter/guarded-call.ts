@@ -45,7 +45,7 @@ export async function guardedCall<T>(
   call: (deadline: Deadline) => Promise<T>,
   report?: (outcome: CallOutcome, durationMs: number) => void,
 ): Promise<T> {
-  if (!guard) return sendWithin(call, timeoutMs, connection, report)
+  if (!guard) return sendWithin(call, timeoutMs, connection, performance.now(), report)
   const { breaker, gate } = guard
   if (!breaker.tryAcquire()) throw new ShortCircuit('the circuit breaker is open')
   const probe = breaker.state === 'half-open'
@@ -70,7 +70,7 @@ export async function guardedCall<T>(
   }
   const sentAt = performance.now()
   try {
-    const result = await sendWithin(call, timeoutMs, connection, report, leave)
+    const result = await sendWithin(call, timeoutMs, connection, sentAt, report, leave)
     guard.answeredAt = performance.now()
     breaker.success()
     return result
@@ -97,11 +97,12 @@ function sendWithin<T>(
   call: (deadline: Deadline) => Promise<T>,
   ms: number,
   connection: Connection,
+  sentAt: number,
   report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
   onDeadline?: () => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const pending = new PendingCall<T>(ms, connection, report, onDeadline, resolve, reject)
+    const pending = new PendingCall<T>(sentAt, ms, connection, report, onDeadline, resolve, reject)
     let sent: Promise<T>
     try {
       sent = call(pending.deadline)
@@ -114,13 +115,13 @@ function sendWithin<T>(
 
 /** One call in flight: its deadline, its timer, and how it ends (one object per call, few closures). */
 class PendingCall<T> {
-  readonly sentAt = performance.now()
   readonly deadline: { at: number }
   private settled = false
   private extended = false
   private timer: ReturnType<typeof setTimeout>
 
   constructor(
+    private readonly sentAt: number,
     private readonly ms: number,
     private readonly connection: Connection,
     private readonly report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
