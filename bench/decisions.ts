@@ -117,13 +117,12 @@ export interface BenchmarkRow {
 
 async function redisBenchmark(port: number, sha: string, requests: number, pipeline: number): Promise<BenchmarkRow> {
   const clients = 50
-  // As redisStore calls it: KEYS[1] the key; ARGV limit, window (ms), cost, a member unique per call, mode,
-  // deadline (0: none).
+  // As redisStore calls it: KEYS[1] the key; ARGV op ('c': consume), cost, deadline (0: none), limit, window (ms).
   const { stdout } = await promisify(execFile)('redis-benchmark', [
     ...['-h', '127.0.0.1', '-p', String(port), '-c', String(clients), '-n', String(requests)],
-    ...['-P', String(pipeline), '-r', '1000000000', '--csv'],
-    ...['EVALSHA', sha, '1', 'fleetlimit:bench~sl1-60000:{redis-benchmark}', String(LIMIT), String(WINDOW_MS), '1'],
-    ...['m__rand_int__', 'consume', '0'],
+    ...['-P', String(pipeline), '--csv'],
+    ...['EVALSHA', sha, '1', 'fleetlimit:bench~sl2-60000:{redis-benchmark}', 'c', '1', '0', String(LIMIT)],
+    String(WINDOW_MS),
   ])
   const line = stdout.trim().split('\n').at(-1) ?? ''
   const perSecond = Number(JSON.parse(`[${line}]`)[1])
@@ -192,7 +191,7 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
     }),
     '',
     `The server's own ceiling: \`redis-benchmark\` sending \`EVALSHA\` of lua/sliding-log.lua with redisStore's`,
-    `arguments (one key, limit ${LIMIT.toExponential(0)}, window ${WINDOW_MS} ms, cost 1, a random member, 'consume'):`,
+    `arguments (one key, limit ${LIMIT.toExponential(0)}, window ${WINDOW_MS} ms, cost 1, consume):`,
     '',
     '| redis-benchmark | clients | requests | EVALSHA/s |',
     '|---|---|---|---|',

@@ -7,6 +7,7 @@ import { fork } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { createRateLimiter, redisStore } from '@fleetlimit/core'
+import { logUnits } from '@fleetlimit/test-kit/log-units'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
 import { type BurstResult, burst } from './load-burst.js'
@@ -20,7 +21,7 @@ export interface LoadOptions {
 }
 
 const FULL = { freshCalls: 2_000, warmCalls: 16_000, blockedCalls: 2_000, trials: 3 }
-const KEY = (tenant: string) => `fleetlimit:1000000000-per-60000ms~sl1-60000:{${tenant}}`
+const KEY = (tenant: string) => `fleetlimit:1000000000-per-60000ms~sl2-60000:{${tenant}}`
 const quiet = { warn() {} }
 
 interface Row extends BurstResult {
@@ -61,7 +62,7 @@ async function pausedLeases(client: Redis, pauser: Redis, trial: number) {
       ),
     )
   ).reduce((a: number, b: number) => a + b, 0)
-  const held = await Promise.all(tenants.map((t) => client.zcard(`fleetlimit:upstream~sl1-60000:{${t}}`)))
+  const held = await Promise.all(tenants.map((t) => logUnits(client, `fleetlimit:upstream~sl2-60000:{${t}}`)))
   return { failed, unitsHeld: held.reduce((a, b) => a + b, 0) }
 }
 
@@ -78,7 +79,7 @@ export async function load(options: LoadOptions = {}): Promise<PartResult> {
     await burst(warm, 'warm-up', 2_000)
     for (let trial = 0; trial < trials; trial++) {
       const record = async (scenario: string, tenant: string, result: BurstResult) =>
-        rows.push({ scenario, ...result, recorded: await client.zcard(KEY(tenant)) })
+        rows.push({ scenario, ...result, recorded: await logUnits(client, KEY(tenant)) })
       await record(
         `${freshCalls.toLocaleString('en')} at once, fresh process`,
         `fresh-${trial}`,

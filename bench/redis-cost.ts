@@ -2,13 +2,15 @@
 // redis-benchmark sends one script's EVALSHA (50 clients, unpipelined) after CONFIG RESETSTAT, and the figure
 // is INFO commandstats' usec_per_call of evalsha: the server's time per call, whatever the client does. The
 // scripts take turns within each round, and the table gives the median of the rounds. Then the memory of one
-// key filled to its limit (MEMORY USAGE), per admitted unit.
+// key filled to its limit (MEMORY USAGE), per admitted unit, and the time of one call with a large cost, in
+// Redis and in the memory store.
 import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { promisify } from 'node:util'
+import { memoryStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
-// Internal to core (not in its exports), so by path: the script and the key format redisStore uses.
+// Internal to core (not in its exports), so by path: the script redisStore runs.
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
 import type { PartResult } from './run.js'
 
@@ -26,7 +28,7 @@ interface Scenario {
   readonly keys?: number
   readonly limit: number
   readonly windowMs: number
-  /** Filled before measuring, on the one key (a key at its limit denies every call). */
+  /** Filled before measuring, on the one key, one unit per call (a key at its limit denies every call). */
   readonly fill?: number
 }
 
@@ -52,9 +54,11 @@ export interface RedisCostOptions {
   readonly rounds?: number
   /** Limits of the memory table. */
   readonly memoryLimits?: readonly number[]
+  /** Calls of the large-cost table. */
+  readonly largeCalls?: number
 }
 
-const FULL = { requests: 200_000, rounds: 5, memoryLimits: [10_000, 100_000] }
+const FULL = { requests: 200_000, rounds: 5, memoryLimits: [10_000, 100_000], largeCalls: 2_000 }
 
 /** usec_per_call of evalsha after `requests` calls of one script by redis-benchmark. */
 async function usecPerCall(port: number, client: Redis, args: readonly string[], scenario: Scenario, requests: number) {
@@ -64,6 +68,10 @@ async function usecPerCall(port: number, client: Redis, args: readonly string[],
     ...['-r', String(scenario.keys ?? 1_000_000_000)],
     ...args,
   ])
+  return evalshaUsec(client)
+}
+
+async function evalshaUsec(client: Redis): Promise<number> {
   const stats = await client.info('commandstats')
   const perCall = /cmdstat_evalsha:.*usec_per_call=([\d.]+)/.exec(stats)?.[1]
   if (perCall === undefined) throw new Error(`no evalsha in INFO commandstats:\n${stats}`)
@@ -75,8 +83,29 @@ const median = (values: readonly number[]) => {
   return sorted[Math.floor(sorted.length / 2)] ?? 0
 }
 
+// As redisStore calls the script: KEYS[1], then ARGV op ('c': consume), cost, deadline (0: none), limit, window.
+const consumeArgs = (limit: number, windowMs: number, cost = 1) => [
+  'c',
+  String(cost),
+  '0',
+  String(limit),
+  String(windowMs),
+]
+const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl2-${windowMs}:{${key}}`
+
+/** `calls` consumes of `cost` on one key, pipelined by a thousand. */
+async function fill(client: Redis, key: string, limit: number, windowMs: number, calls: number, cost = 1) {
+  for (let done = 0; done < calls; done += 1_000) {
+    const pipeline = client.pipeline()
+    for (let i = done; i < Math.min(calls, done + 1_000); i++) {
+      pipeline.evalsha(slidingLogScript.sha1, 1, key, ...consumeArgs(limit, windowMs, cost))
+    }
+    await pipeline.exec()
+  }
+}
+
 export async function redisCost(options: RedisCostOptions = {}): Promise<PartResult> {
-  const { requests, rounds, memoryLimits } = { ...FULL, ...options }
+  const { requests, rounds, memoryLimits, largeCalls } = { ...FULL, ...options }
   const server = await startRedisServer()
   const client = new Redis(server.url)
   await once(client, 'ready')
@@ -84,8 +113,8 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
     const counterSha = (await client.script('LOAD', COUNTER)) as string
     await client.script('LOAD', slidingLogScript.lua)
     const ours = (s: Scenario) => [
-      ...['EVALSHA', slidingLogScript.sha1, '1', `fleetlimit:bench~sl1-${s.windowMs}:{${s.key}}`],
-      ...[String(s.limit), String(s.windowMs), '1', 'm__rand_int__', 'consume', '0'],
+      ...['EVALSHA', slidingLogScript.sha1, '1', keyOf(s.windowMs, s.key)],
+      ...consumeArgs(s.limit, s.windowMs),
     ]
     const counter = (s: Scenario) => ['EVALSHA', counterSha, '1', `counter:{${s.key}}`, String(s.windowMs)]
     const rows = []
@@ -94,9 +123,7 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       for (let round = 0; round < rounds; round++) {
         await client.flushall()
         if (scenario.fill) {
-          const key = `fleetlimit:bench~sl1-${scenario.windowMs}:{${scenario.key}}`
-          const fill = [scenario.limit, scenario.windowMs, scenario.fill, `fill${round}`, 'consume', 0]
-          await client.evalsha(slidingLogScript.sha1, 1, key, ...fill)
+          await fill(client, keyOf(scenario.windowMs, scenario.key), scenario.limit, scenario.windowMs, scenario.fill)
         }
         samples.ours.push(await usecPerCall(server.port, client, ours(scenario), scenario, requests))
         samples.counter.push(await usecPerCall(server.port, client, counter(scenario), scenario, requests))
@@ -106,29 +133,36 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       rows.push({ scenario: scenario.name, counterUs, oursUs, ratio: oursUs / counterUs, samples })
     }
 
+    // Memory: every unit its own call (so its own entry: the most a log holds per unit), and calls of 1 000 units.
     const memory = []
     for (const limit of memoryLimits) {
+      const key = keyOf(600_000, 'memory')
+      const usage = async () => Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'))
       await client.flushall()
-      const key = `fleetlimit:bench~sl1-600000:{memory}`
-      // In calls of 1 000 units, the most one call records.
-      for (let filled = 0; filled < limit; filled += 1_000) {
-        await client.evalsha(
-          slidingLogScript.sha1,
-          1,
-          key,
-          limit,
-          600_000,
-          Math.min(1_000, limit - filled),
-          `f${filled}`,
-          'consume',
-          0,
-        )
-      }
-      const bytes = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'))
+      await fill(client, key, limit, 600_000, limit)
+      const bytes = await usage()
+      await client.flushall()
+      await fill(client, key, limit, 600_000, limit / 1_000, 1_000)
+      const bytesPerThousand = await usage()
       await client.set('counter:{memory}', String(limit))
       const counterBytes = Number(await client.call('MEMORY', 'USAGE', 'counter:{memory}', 'SAMPLES', '0'))
-      memory.push({ limit, bytes, perUnit: bytes / limit, counterBytes })
+      memory.push({ limit, bytes, perUnit: bytes / limit, bytesPerThousand, counterBytes })
     }
+
+    // One call of a cost of 1 000 000 at a limit of 1e9: Redis time per call, and the memory store's.
+    const large = { cost: 1_000_000, limit: 1e9, windowMs: 3_600_000 }
+    await client.flushall()
+    await client.config('RESETSTAT')
+    await fill(client, keyOf(large.windowMs, 'large'), large.limit, large.windowMs, largeCalls, large.cost)
+    const redisUs = await evalshaUsec(client)
+    const store = memoryStore()
+    const times: number[] = []
+    for (let i = 0; i < largeCalls; i++) {
+      const started = performance.now()
+      await store.consume([{ key: 'large', limit: large.limit, windowMs: large.windowMs, cost: large.cost }])
+      times.push((performance.now() - started) * 1000)
+    }
+    const memoryUs = { median: median(times), max: Math.max(...times) }
 
     const markdown = [
       `Redis time per call: \`INFO commandstats\` usec_per_call of \`evalsha\` after ${requests.toLocaleString('en')} calls`,
@@ -140,17 +174,30 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         (r) => `| ${r.scenario} | ${r.counterUs.toFixed(2)} | ${r.oursUs.toFixed(2)} | ${r.ratio.toFixed(1)}x |`,
       ),
       '',
-      'Memory of one key filled to its limit (`MEMORY USAGE key SAMPLES 0`):',
+      'Memory of one key filled to its limit (`MEMORY USAGE key SAMPLES 0`), window 10 minutes: one unit per call',
+      '(every unit its own entry), and 1 000 units per call:',
       '',
-      '| limit | lua/sliding-log.lua | per unit | a counter |',
-      '|---|---|---|---|',
+      '| limit | one unit per call | per unit | 1 000 units per call | a counter |',
+      '|---|---|---|---|---|',
       ...memory.map(
         (m) =>
-          `| ${m.limit.toLocaleString('en')} | ${m.bytes.toLocaleString('en')} B | ${m.perUnit.toFixed(1)} B | ${m.counterBytes} B |`,
+          `| ${m.limit.toLocaleString('en')} | ${m.bytes.toLocaleString('en')} B | ${m.perUnit.toFixed(1)} B | ${m.bytesPerThousand.toLocaleString('en')} B | ${m.counterBytes} B |`,
       ),
       '',
+      `A cost of ${large.cost.toLocaleString('en')} at a limit of 1e9 per hour, ${largeCalls.toLocaleString('en')} calls on one key`,
+      '(the first thousand admitted, the rest denied):',
+      '',
+      '| store | time per call |',
+      '|---|---|',
+      `| redisStore: Redis time (usec_per_call of evalsha) | ${redisUs.toFixed(2)} µs |`,
+      `| memoryStore: Node time (median / slowest) | ${memoryUs.median.toFixed(2)} µs / ${memoryUs.max.toFixed(1)} µs |`,
+      '',
     ].join('\n')
-    return { title: 'Redis cost: server time and memory per decision', markdown, data: { rows, memory } }
+    return {
+      title: 'Redis cost: server time and memory per decision',
+      markdown,
+      data: { rows, memory, large: { ...large, calls: largeCalls, redisUs, memoryUs } },
+    }
   } finally {
     client.disconnect()
     await server.stop()

@@ -88,10 +88,11 @@ describe('bench parts at a tiny size', () => {
 
   it('redis-cost: both scripts timed in every scenario, and the memory of a filled key', async function () {
     this.timeout(60_000)
-    const { data } = await redisCost({ requests: 2_000, rounds: 1, memoryLimits: [2_000] })
-    const { rows, memory } = data as {
+    const { data } = await redisCost({ requests: 2_000, rounds: 1, memoryLimits: [2_000], largeCalls: 20 })
+    const { rows, memory, large } = data as {
       rows: { scenario: string; counterUs: number; oursUs: number }[]
-      memory: { limit: number; bytes: number }[]
+      memory: { limit: number; bytes: number; bytesPerThousand: number }[]
+      large: { redisUs: number; memoryUs: { median: number } }
     }
     expect(rows).to.have.length(3)
     for (const row of rows) {
@@ -99,6 +100,10 @@ describe('bench parts at a tiny size', () => {
       expect(row.oursUs, row.scenario).to.be.greaterThan(0)
     }
     expect(memory.map((m) => m.limit)).to.deep.equal([2_000])
-    expect(memory[0]?.bytes).to.be.greaterThan(2_000)
+    // One entry of 10 bytes per call, whatever its cost.
+    expect(memory[0]?.bytes).to.be.greaterThan(2_000 * 10)
+    expect(memory[0]?.bytesPerThousand).to.be.below(2_000)
+    expect(large.redisUs).to.be.greaterThan(0)
+    expect(large.memoryUs.median).to.be.greaterThan(0)
   })
 })

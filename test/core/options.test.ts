@@ -101,7 +101,7 @@ describe('options are validated at construction', () => {
     )
     expectOptionError(() => createRateLimiter({ ...base, fallback: { limit: 1 } }), 'fallback', /fail-open/)
     expectOptionError(
-      () => redisStore({ evalsha() {}, eval() {}, del() {}, zrem() {}, status: 'ready' } as never, { prefix: 'a{b}' }),
+      () => redisStore({ call() {}, callBuffer() {}, del() {}, status: 'ready' } as never, { prefix: 'a{b}' }),
       'redisStore.prefix',
     )
   })

@@ -1,4 +1,5 @@
 import { createRateLimiter, isFleetlimitError, redisStore, type StoreError } from '@fleetlimit/core'
+import { logUnits } from '@fleetlimit/test-kit/log-units'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
@@ -20,7 +21,7 @@ const outcome = (call: Promise<{ source: string }>) =>
   )
 
 /** Units the key's window holds, read on `client` after every command the limiter sent on it. */
-const unitsIn = (client: Redis, key: string) => client.zcard(key)
+const unitsIn = (client: Redis, key: string) => logUnits(client, key)
 
 describe('a healthy but busy Redis, and a process that gives up on a call', function () {
   this.timeout(60_000)
@@ -36,7 +37,7 @@ describe('a healthy but busy Redis, and a process that gives up on a call', func
     const outcomes = await Promise.all(Array.from({ length: 5_000 }, () => outcome(limiter.consume('tenant'))))
     expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
     expect(limiter.stats()).to.include({ allowed: 5_000, storeErrors: 0, breakerOpenings: 0 })
-    expect(await unitsIn(redis.client, 'fleetlimit:1000000-per-60000ms~sl1-60000:{tenant}')).to.equal(5_000)
+    expect(await unitsIn(redis.client, 'fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(5_000)
   })
 
   it('an event loop blocked for 300 ms while replies are in flight turns none of them into a timeout', async () => {
@@ -52,7 +53,7 @@ describe('a healthy but busy Redis, and a process that gives up on a call', func
     const outcomes = await Promise.all(calls)
     expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
     expect(limiter.stats()).to.include({ allowed: 2_000, storeErrors: 0, timeouts: 0, breakerOpenings: 0 })
-    expect(await unitsIn(redis.client, 'fleetlimit:1000000-per-60000ms~sl1-60000:{tenant}')).to.equal(2_000)
+    expect(await unitsIn(redis.client, 'fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(2_000)
   })
 
   it('a decision its caller gave up on records nothing: calls that reach a paused Redis after their deadline', async () => {
@@ -66,7 +67,7 @@ describe('a healthy but busy Redis, and a process that gives up on a call', func
       expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
       expect(limiter.stats()).to.include({ allowed: 1, timeouts: 20 })
       // Sent after the limiter's calls on the same connection: answered once the paused scripts have run.
-      expect(await unitsIn(redis.client, 'fleetlimit:1000-per-60000ms~sl1-60000:{tenant}')).to.equal(1)
+      expect(await unitsIn(redis.client, 'fleetlimit:1000-per-60000ms~sl2-60000:{tenant}')).to.equal(1)
     } finally {
       pauser.disconnect()
     }
@@ -88,7 +89,7 @@ describe('a healthy but busy Redis, and a process that gives up on a call', func
       const tenants = ['a', 'b', 'c', 'd', 'e']
       const outcomes = await Promise.all(tenants.map((t) => outcome(limiter.consume(t))))
       expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
-      const held = await Promise.all(tenants.map((t) => unitsIn(redis.client, `fleetlimit:upstream~sl1-60000:{${t}}`)))
+      const held = await Promise.all(tenants.map((t) => unitsIn(redis.client, `fleetlimit:upstream~sl2-60000:{${t}}`)))
       expect(held).to.deep.equal([0, 0, 0, 0, 0])
     } finally {
       pauser.disconnect()
@@ -104,7 +105,7 @@ describe('an error about one key stays with that key', function () {
     const store = redisStore(redis.client)
     const api = createRateLimiter({ store, name: 'api', limit: 100, window: '1m', logger: quiet })
     const search = createRateLimiter({ store, name: 'search', limit: 100, window: '1m', logger: quiet })
-    await redis.client.set('fleetlimit:api~sl1-60000:{broken}', 'not a sorted set')
+    await redis.client.hset('fleetlimit:api~sl2-60000:{broken}', 'not', 'a log')
     const broken = await Promise.all(Array.from({ length: 8 }, () => outcome(api.consume('broken'))))
     expect(broken.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
     expect(String((broken[0] as StoreError).cause)).to.match(/^ReplyError: WRONGTYPE/)

@@ -1,6 +1,9 @@
 import { expectAdmittedExactlyAt } from '@fleetlimit/test-kit/exact-wait'
+import { logUnits } from '@fleetlimit/test-kit/log-units'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
+import { readSlidingLog } from '../../../packages/core/src/store/redis-store.js'
+import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { callSlidingLog } from '../../support/sliding-log-call.js'
@@ -12,12 +15,9 @@ describe('lua/sliding-log.lua on a real Redis', () => {
   /** One call of sliding-log.lua on the test's key. */
   const call = (limit: number, windowMs: number, cost = 1, mode: 'consume' | 'peek' = 'consume', deadlineUs = 0) =>
     callSlidingLog(redis, key, { limit, windowMs, cost, mode, deadlineUs })
-
-  /** The scores of the key's entries, in ascending order, in µs. */
-  async function scores(): Promise<number[]> {
-    const flat = await redis.zrange(key, 0, -1, 'WITHSCORES')
-    return flat.filter((_, i) => i % 2 === 1).map(Number)
-  }
+  /** Any operation, its reply parsed for `windows` windows. */
+  const raw = async (keys: string[], args: (string | number)[], windows: number) =>
+    readSlidingLog(await createScriptRunner(redis).runBuffer(slidingLogScript, keys, args), windows)
 
   before(() => {
     redis = redisClient()
@@ -28,17 +28,18 @@ describe('lua/sliding-log.lua on a real Redis', () => {
   })
 
   it('admits up to the limit, then denies with the exact wait', async () => {
+    const admitted = []
     for (let i = 0; i < 3; i++) {
       const reply = await call(3, 10_000)
-      expect(reply).to.include({ allowed: 1, remaining: 2 - i, retryAfterMs: 0, resetMs: 10_000 })
+      expect(reply).to.include({ allowed: 1, remaining: 2 - i, retryAfterMs: 0, resetMs: 10_000, units: 1 })
+      expect(reply.recordedUs, 'recorded at the decision’s time').to.equal(reply.nowUs)
+      admitted.push(reply.recordedUs)
     }
     const denied = await call(3, 10_000)
-    expect(denied.allowed).to.equal(0)
-    expect(denied.remaining).to.equal(0)
-    const [oldest, , newest] = (await scores()) as [number, number, number]
+    expect(denied).to.include({ allowed: 0, remaining: 0, recordedUs: 0, units: 0 })
+    const [oldest, , newest] = admitted as [number, number, number]
     expect(denied.retryAfterMs).to.equal(Math.ceil((oldest + 10_000_000 - denied.nowUs) / 1000))
     expect(denied.resetMs).to.equal(Math.ceil((newest + 10_000_000 - denied.nowUs) / 1000))
-    expect(denied.retryAfterMs).to.be.within(1, 10_000)
   })
 
   it('retrying at retryAfterMs succeeds and 5 ms before it fails', async function () {
@@ -53,51 +54,110 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     await expectAdmittedExactlyAt(deniedAt + denied.retryAfterMs, deniedAt, timed)
   })
 
-  it('a cost above what is left waits for exactly enough entries to leave', async () => {
-    await call(5, 10_000, 2)
-    await call(5, 10_000, 2)
-    const fits = await call(5, 10_000, 1)
-    expect(fits).to.include({ allowed: 1, remaining: 0 })
+  it('a cost above what is left waits for exactly enough units to leave', async () => {
+    const first = await call(5, 10_000, 2)
+    const second = await call(5, 10_000, 2)
+    expect(await call(5, 10_000, 1)).to.include({ allowed: 1, remaining: 0 })
     const denied = await call(5, 10_000, 3)
     expect(denied).to.include({ allowed: 0, remaining: 0 })
-    // Three units must leave: the third oldest is the second unit of the first call.
-    const sorted = await scores()
-    expect(sorted).to.have.length(5)
-    expect(denied.retryAfterMs).to.equal(Math.ceil(((sorted[2] as number) + 10_000_000 - denied.nowUs) / 1000))
-    expect(await redis.zcard(key), 'a denial adds nothing').to.equal(5)
+    // Three units must leave: the third oldest is a unit of the second call.
+    expect(denied.retryAfterMs).to.equal(Math.ceil((second.recordedUs + 10_000_000 - denied.nowUs) / 1000))
+    expect(first.recordedUs).to.be.below(second.recordedUs)
+    expect(await logUnits(redis, key), 'a denial adds nothing').to.equal(5)
   })
 
-  it('counts a thousand concurrent calls in the same millisecond (unique members)', async () => {
+  it('counts a thousand concurrent calls exactly: one entry per distinct microsecond, 10 bytes each', async () => {
     const replies = await Promise.all(Array.from({ length: 1000 }, () => call(2000, 60_000)))
     expect(replies.every((r) => r.allowed === 1)).to.equal(true)
-    expect(await redis.zcard(key)).to.equal(1000)
+    expect(await logUnits(redis, key)).to.equal(1000)
     const remaining = replies.map((r) => r.remaining).sort((a, b) => a - b)
     expect(remaining[0]).to.equal(1000)
     expect(new Set(remaining).size).to.equal(1000)
+    const instants = new Set(replies.map((r) => r.recordedUs)).size
+    expect(await redis.strlen(key)).to.equal(instants * 10 + 77)
   })
 
-  it('gives the key a TTL no longer than the window', async () => {
+  it('keeps a hot key exact across many windows: out-of-window entries are dropped by a rewrite', async function () {
+    this.timeout(20_000)
+    // 3 000 calls over many windows of 20 ms: the log is rewritten whenever its dead entries outnumber the live.
+    let largest = 0
+    let live = 0
+    for (let i = 0; i < 3_000; i++) {
+      const reply = await call(1_000_000, 20)
+      expect(reply.allowed).to.equal(1)
+      live = Math.max(live, 1_000_000 - reply.remaining)
+      if (i % 50 === 0) largest = Math.max(largest, await redis.strlen(key))
+    }
+    expect(await logUnits(redis, key), 'only the last window’s units are held').to.be.below(3_000)
+    expect(largest, 'the log holds at most about twice a window’s entries').to.be.at.most(2 * (live + 64) * 10 + 77)
+  })
+
+  it('sets a TTL once per window, one window beyond the newest unit’s exit', async () => {
     await call(5, 2_000)
-    const ttl = await redis.pttl(key)
-    expect(ttl).to.be.within(1, 2_000)
+    expect(await redis.pttl(key)).to.be.within(2_000, 4_000)
+    await redis.pexpire(key, 3_000)
+    // The stored expiry still covers the newest unit: this call sends no PEXPIRE.
+    await call(5, 2_000)
+    expect(await redis.pttl(key)).to.be.at.most(3_000)
   })
 
   it('records nothing on denial and nothing on peek', async () => {
     await call(1, 10_000)
-    const before = await redis.zrange(key, 0, -1, 'WITHSCORES')
+    const before = await redis.getBuffer(key)
     await call(1, 10_000)
     const peeked = await call(1, 10_000, 1, 'peek')
     expect(peeked.allowed).to.equal(0)
-    expect(await redis.zrange(key, 0, -1, 'WITHSCORES')).to.deep.equal(before)
+    expect(await redis.getBuffer(key)).to.deep.equal(before)
     await redis.del(key)
     expect(await call(1, 10_000, 1, 'peek')).to.include({ allowed: 1, remaining: 1, resetMs: 0 })
     expect(await redis.exists(key)).to.equal(0)
   })
 
-  it('admits a cost larger than one Lua unpack can take', async () => {
-    const reply = await call(20_000, 60_000, 12_345)
-    expect(reply).to.include({ allowed: 1, remaining: 7_655 })
-    expect(await redis.zcard(key)).to.equal(12_345)
+  it('several windows at once: records in every window or in none, each with its exact wait', async () => {
+    const tag = `${key}:{t}`
+    const keys = [`${tag}:global`, `${tag}:route`]
+    const multi = (cost: number) => raw(keys, ['c', cost, 0, 5, 10_000, 2, 3_000], 2)
+    const first = await multi(1)
+    expect(first.status).to.equal(1)
+    const admitted = await multi(1)
+    expect(admitted.windows.map((w) => [w.allowed, w.remaining, w.retryAfterMs, w.resetMs])).to.deep.equal([
+      [true, 3, 0, 10_000],
+      [true, 0, 0, 3_000],
+    ])
+    const denied = await multi(1)
+    expect(denied.status).to.equal(0)
+    expect(denied.windows.map((w) => [w.allowed, w.remaining, w.recordedUs])).to.deep.equal([
+      [true, 3, 0],
+      [false, 0, 0],
+    ])
+    const routeFirst = first.windows[1]?.recordedUs as number
+    expect(denied.windows[1]?.retryAfterMs).to.equal(Math.ceil((routeFirst + 3_000_000 - denied.nowUs) / 1000))
+    expect(await logUnits(redis, keys[0] as string), 'the denial added nothing to the window that had room').to.equal(2)
+  })
+
+  it('a lease records its units at its expiry; a release removes exactly the units named, once', async () => {
+    const lease = await raw([key], ['l', 10, 0, 100, 10_000, 1, 1, 50], 1)
+    const window = lease.windows[0] as NonNullable<(typeof lease.windows)[0]>
+    expect(lease).to.include({ status: 1, units: 10 })
+    expect(window.recordedUs).to.equal(lease.nowUs + 50_000)
+    expect(window).to.include({ remaining: 90, resetMs: 10_050 })
+    // A call made while the lease is out is recorded at its expiry too: entries stay in time order.
+    expect((await call(100, 10_000)).recordedUs).to.equal(window.recordedUs)
+    const release = (units: number, at = window.recordedUs) => raw([key], ['r', units, 0, at, 10_000], 0)
+    expect(await release(7)).to.include({ status: 1, units: 7 })
+    expect(await logUnits(redis, key)).to.equal(4)
+    expect(await release(7), 'only the entry’s units remain to remove').to.include({ units: 4 })
+    expect(await release(1)).to.include({ status: 0, units: 0 })
+    expect(await release(1, window.recordedUs - 1), 'no entry at that time').to.include({ units: 0 })
+  })
+
+  it('a lease too large for what is left is denied with the wait until `waitFor` units fit', async () => {
+    await call(10, 10_000, 8)
+    const denied = await raw([key], ['l', 5, 0, 10, 10_000, 3, 4, 50], 1)
+    expect(denied).to.include({ status: 0, units: 0 })
+    expect(denied.windows[0]).to.include({ allowed: false, remaining: 2 })
+    expect(denied.windows[0]?.retryAfterMs).to.be.within(9_990, 10_000)
+    expect(await raw([key], ['l', 5, 0, 10, 10_000, 2, 2, 50], 1)).to.include({ status: 1, units: 2 })
   })
 
   it('after SCRIPT FLUSH the next call succeeds by EVAL, with no error', async () => {

@@ -53,16 +53,18 @@ describe('memoryStore model (fast-check, injected clock)', () => {
     )
   })
 
-  it('keeps its log sorted when an injected clock steps back', async () => {
+  it('keeps its log in time order when an injected clock steps back: a unit never counts for less than a window', async () => {
     let now = 10_000
     const store = memoryStore({ clock: () => now })
     const request = { key: 'k', limit: 3, windowMs: 1_000, cost: 1 }
     await store.consume([request])
     now = 9_500
     await store.consume([request])
-    now = 10_600
-    // The unit admitted at 9 500 has left; the one of 10 000 remains, beside this one.
-    expect((await store.consume([request]))[0]).to.include({ allowed: true, remaining: 1 })
+    now = 10_999
+    // The unit admitted at 9 500 was recorded at 10 000, the newest time, as lua/sliding-log.lua records it.
+    expect((await store.consume([request]))[0]).to.include({ allowed: true, remaining: 0 })
+    now = 11_000
+    expect((await store.peek([request]))[0]).to.include({ allowed: true, remaining: 2 })
   })
 
   it('sweeps idle keys, explicitly and on a later call', async () => {

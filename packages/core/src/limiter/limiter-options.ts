@@ -51,8 +51,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
   const defaultCost = Math.max(...policies.map((p) => p.cost))
   const maxCost = Math.min(...policies.map((p) => p.limit))
-  // The multi-window script is a sliding log's: bucketed policies are alone.
-  const check = (cost: unknown) => checkCost(cost, 'cost', maxCost, first.algorithm, policies.length)
+  const check = (cost: unknown) => checkCost(cost, 'cost', maxCost)
   if (policies.length > 1) check(defaultCost)
   return Object.freeze({
     policies,

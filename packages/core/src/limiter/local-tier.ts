@@ -3,14 +3,13 @@ import { OptionError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import type { Lease, LeaseResult, Store } from '../store/store.js'
 import type { Decision } from './decision.js'
-import { MAX_LOG_UNITS_PER_CALL } from './policy.js'
 
 export interface LocalOptions {
   /** Deny locally, with no store call, a key the store denied, until its wait has passed. Default: on. */
   denyCache?: boolean | { size?: number }
   /**
    * Reserve several units of a hot key per store call and admit from them locally: 'auto' sizes each lease
-   * from this process's recent rate (at most a tenth of the limit, and 1 000 units); a number fixes the size. Default: off.
+   * from this process's recent rate (at most a tenth of the limit); a number fixes the size. Default: off.
    */
   lease?: 'auto' | number | false
   /** How long a lease's units may be used. Default: a fiftieth of the window, from 5 ms to 1 s. */
@@ -74,10 +73,9 @@ export interface LocalTier {
   stats(): Readonly<LocalCounters>
 }
 
+// A lease is one entry in the key's log whatever its size; it stays a small share of the limit, so that one
+// process cannot hold what the others need.
 const MAX_LEASE_SHARE = 0.1
-// Each leased unit is a member of the key's sorted set until it leaves the window: a lease stays small enough
-// to cost Redis little time and memory (1 000 members, about 100 KB), whatever the rate or the limit.
-const MAX_LEASE = MAX_LOG_UNITS_PER_CALL
 // An 'auto' lease only for a key with at least this many units asked for in the last moments: one call
 // says nothing of a rate, and a lease that a cold key cannot use costs a second round trip to return.
 const MIN_RECENT_UNITS = 2
@@ -99,8 +97,7 @@ export function resolveLocal(value: unknown, limit: number, windowMs: number) {
     throw new OptionError('local.denyCache', options.denyCache, 'true, false or { size }')
   }
   const lease = options.lease ?? false
-  if (lease !== false && lease !== 'auto')
-    checkInteger(lease, 'local.lease', 2, Math.max(2, Math.min(limit, MAX_LEASE)))
+  if (lease !== false && lease !== 'auto') checkInteger(lease, 'local.lease', 2, Math.max(2, limit))
   const defaultTtl = Math.min(1_000, Math.max(5, Math.round(windowMs / 50)))
   const leaseTtlMs = parseDuration(options.leaseTtlMs ?? defaultTtl, 'local.leaseTtlMs', { max: windowMs })
   // A saturated key's leases may live a little longer, to be used whole: at most a twentieth of the window.
@@ -201,7 +198,7 @@ export function createLocalTier(
       const entry = rates.get(id)
       if (!entry) return undefined
       const perMs = entry.units / RATE_HORIZON_MS
-      const cap = Math.max(1, Math.min(MAX_LEASE, Math.floor(limit * MAX_LEASE_SHARE)))
+      const cap = Math.max(1, Math.floor(limit * MAX_LEASE_SHARE))
       // A key the store denied lately is saturated: take a whole share at once, for as long as this
       // process needs to use it (within bounds: a lease's life delays its units' return to the window).
       const saturated = now() - entry.deniedAt < RATE_HORIZON_MS

@@ -26,7 +26,7 @@ export interface PolicyOptions {
   cost?: number
   /** Count per tenant and route ('route', the default), or per tenant across routes ('tenant'). */
   scope?: PolicyScope
-  /** 'sliding-log' (the default: exact, memory grows with the limit) or 'bucketed' (memory bounded by `buckets`). */
+  /** 'sliding-log' (the default: exact, about 10 B per call in the window) or 'bucketed' (memory bounded by `buckets`). */
   algorithm?: Algorithm
   /** For 'bucketed': sub-window counters per window. Default 60. */
   buckets?: number
@@ -70,39 +70,23 @@ export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
 export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
 
 const MAX_LIMIT = 1_000_000_000
-/**
- * The most units one sliding-log call records: each is a member of a sorted set, written in the one script
- * that decides, so a larger cost would hold Redis (and every other client) for longer than a few ms.
- */
-export const MAX_LOG_UNITS_PER_CALL = 1_000
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
-/**
- * A call's cost: at most the limit and, for a sliding log, at most the units one call may record (`policies`:
- * how many logs record it).
- */
-export function checkCost(value: unknown, option: string, limit: number, algorithm: Algorithm, policies = 1): number {
-  const cap = algorithm === 'bucketed' ? limit : Math.min(limit, Math.floor(MAX_LOG_UNITS_PER_CALL / policies))
-  if (cap < limit && typeof value === 'number' && Number.isInteger(value) && value > cap && value <= limit) {
-    throw new OptionError(
-      option,
-      value,
-      `at most ${cap}: a sliding-log call records at most ${MAX_LOG_UNITS_PER_CALL} units in all, so that no ` +
-        "call holds Redis for long; count in larger units (KB instead of bytes), or use algorithm 'bucketed'",
-    )
-  }
-  return checkInteger(value, option, 1, cap)
+/** A call's cost: a whole number from 1 to the limit. A call's work does not grow with it, in any store. */
+export function checkCost(value: unknown, option: string, limit: number): number {
+  return checkInteger(value, option, 1, limit)
 }
 
 /**
  * The policy's part of its keys: its name and how its window is kept (algorithm, format version, length, and
- * buckets), so that two policies that keep windows differently never share a key, whatever their names.
- * `~` is not allowed in names, so the parts cannot run together.
+ * buckets), so that two policies that keep windows differently never share a key, whatever their names, and
+ * two versions of fleetlimit that keep a window in different formats never share one (`sl1` was a sorted set,
+ * `sl2` is lua/sliding-log.lua's packed log). `~` is not allowed in names, so the parts cannot run together.
  */
 export function policyKeyName(policy: Policy): string {
   return policy.algorithm === 'bucketed'
     ? `${policy.name}~bw1-${policy.window}-${policy.buckets}`
-    : `${policy.name}~sl1-${policy.window}`
+    : `${policy.name}~sl2-${policy.window}`
 }
 
 /**
@@ -133,7 +117,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
 
   const scope = checkOneOf(options.scope ?? 'route', 'scope', ['route', 'tenant'])
   const algorithm = checkOneOf(options.algorithm ?? 'sliding-log', 'algorithm', ['sliding-log', 'bucketed'])
-  const cost = options.cost === undefined ? 1 : checkCost(options.cost, 'cost', limit, algorithm)
+  const cost = options.cost === undefined ? 1 : checkCost(options.cost, 'cost', limit)
   let buckets: number | undefined
   if (algorithm === 'bucketed') buckets = checkInteger(options.buckets ?? 60, 'buckets', 1, 3_600)
   else if (options.buckets !== undefined)

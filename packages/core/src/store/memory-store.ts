@@ -186,7 +186,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return results
   }
 
-  /** lua/lease.lua's model: units scored at the lease's expiry, so each use before it stays covered. */
+  /** lua/sliding-log.lua's lease: units recorded at the lease's expiry, so each use before it stays covered. */
   function lease(request: LeaseRequest): LeaseResult {
     const now = clock()
     housekeep(now, 1)
@@ -195,8 +195,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const available = request.limit - used
     if (available >= request.min) {
       const granted = Math.min(request.want, available)
-      const score = now + request.ttlMs
-      log.add(score, granted)
+      const score = log.add(now + request.ttlMs, granted)
       const { resetMs } = log.result(now, request.limit, request.windowMs, 0, used + granted, true)
       return {
         allowed: true,
@@ -204,12 +203,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
         retryAfterMs: 0,
         resetMs,
         now,
-        lease: { id: '', score, granted },
+        lease: { windowMs: request.windowMs, score, granted },
       }
     }
     const denied = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
     if (used === 0) entries.delete(request.key)
-    return { ...denied, allowed: false, lease: { id: '', score: 0, granted: 0 } }
+    return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0 } }
   }
 
   return {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import type { Cluster } from 'ioredis'
 import { OptionError, StoreError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
@@ -6,7 +5,7 @@ import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { clusterSlot } from './cluster-slot.js'
 import { createScriptRunner, type LuaScript, type ScriptClient } from './script-runner.js'
-import { bucketedScript, leaseScript, slidingLogMultiScript, slidingLogScript } from './scripts.generated.js'
+import { bucketedScript, slidingLogScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { createServerSet } from './server-set.js'
 import {
@@ -38,9 +37,9 @@ const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({ prefix: true, 
 const PREFIX_PATTERN = /^[^\s{}]{1,64}$/
 
 /**
- * The fleet store: every decision is one script call (lua/sliding-log.lua, or sliding-log-multi.lua
- * for several policies at once) on the given ioredis `Redis` or `Cluster`, which is used as it is:
- * fleetlimit defines nothing on it and never closes it.
+ * The fleet store: every decision is one script call (lua/sliding-log.lua, for one policy or several at
+ * once; lua/bucketed.lua) on the given ioredis `Redis` or `Cluster`, which is used as it is: fleetlimit
+ * defines nothing on it and never closes it.
  *
  * @example
  * ```ts
@@ -84,87 +83,79 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
    * Runs a recording script with the caller's deadline in the server's clock (erring early), so that a call
    * that runs after its caller gave up records nothing. A refusal while the caller still waits means the clock
    * estimate was off (the server's clock stepped forward) or the deadline moved: try once more, with both known.
+   * `args[at]` is the script's deadline argument; `read` parses a reply into its status and server time.
    */
-  async function runBefore(
-    script: LuaScript,
-    keys: string[],
+  async function runBefore<R extends { readonly status: number; readonly nowUs: number }>(
+    call: (args: (string | number)[]) => Promise<R>,
+    key: string,
     args: (string | number)[],
+    at: number,
     deadline: Deadline | undefined,
-  ): Promise<number[]> {
-    const clock = clockOf(keys[0] as string)
-    const at = DEADLINE_ARG.get(script) as number
+  ): Promise<R> {
+    const clock = clockOf(key)
     for (let attempt = 0; ; attempt++) {
       const serverDeadline = deadline === undefined ? undefined : clock.serverTimeAt(deadline.at)
       args[at] = serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000)
-      const reply = numbers(await runner.run(script, keys, args), script)
+      const reply = await call(args)
       const receivedAt = performance.now()
-      const nowUs = reply[script === slidingLogMultiScript ? 1 : 4] as number
-      clock.observe(nowUs / 1000, receivedAt)
-      if (reply[0] !== -1) return reply
+      clock.observe(reply.nowUs / 1000, receivedAt)
+      if (reply.status !== -1) return reply
       if (attempt > 0 || deadline === undefined || receivedAt >= deadline.at) {
         throw new DeadlineExceeded('the call reached Redis after its deadline: nothing was recorded')
       }
     }
   }
   const { lastError, readySince } = watchConnection(client)
-  // Members must be unique across the fleet: a random tag per store, then a counter.
-  const tag = randomBytes(8).toString('base64url')
-  let counter = 0
+
+  const slidingLog = (keys: string[], windows: number) => async (args: (string | number)[]) =>
+    readSlidingLog(await runner.runBuffer(slidingLogScript, keys, args), windows)
 
   async function decide(
     requests: readonly WindowRequest[],
     mode: 'consume' | 'peek',
     deadline?: Deadline,
   ): Promise<WindowResult[]> {
-    const member = mode === 'consume' ? tag + (counter++).toString(36) : ''
     // A peek records nothing, so it needs no deadline.
     const until = mode === 'consume' ? deadline : undefined
     const keys = requests.map((request) => `${prefix}:${request.key}`)
     const [first] = requests
-    if (requests.length === 1 && first?.buckets !== undefined) {
+    if (first === undefined) return []
+    if (requests.length === 1 && first.buckets !== undefined) {
       const { limit, windowMs, buckets, cost } = first
-      const reply = await runBefore(bucketedScript, keys, [limit, windowMs, buckets, cost, mode, 0], until)
-      return [toResult(reply, 0, reply[4] as number)]
-    }
-    if (requests.length === 1 && first) {
-      const { limit, windowMs, cost } = first
-      const reply = await runBefore(slidingLogScript, keys, [limit, windowMs, cost, member, mode, 0], until)
+      const call = async (args: (string | number)[]) => {
+        const reply = numbers(await runner.run(bucketedScript, keys, args), bucketedScript)
+        return { status: reply[0] as number, nowUs: reply[4] as number, reply }
+      }
+      const { reply } = await runBefore(call, first.key, [limit, windowMs, buckets, cost, mode, 0], 5, until)
       return [toResult(reply, 0, reply[4] as number)]
     }
     // One cost for every window: the limiter asks for the same units in each policy.
-    const args: (string | number)[] = [first?.cost ?? 1, member, mode, 0]
+    const args: (string | number)[] = [mode === 'consume' ? 'c' : 'p', first.cost, 0]
     for (const request of requests) args.push(request.limit, request.windowMs)
-    const reply = await runBefore(slidingLogMultiScript, keys, args, until)
-    if (reply.length !== 2 + 4 * requests.length) throw unexpected(reply, slidingLogMultiScript)
-    return requests.map((_, i) => toResult(reply, 2 + 4 * i, reply[1] as number))
+    const { windows } = await runBefore(slidingLog(keys, requests.length), first.key, args, 2, until)
+    return windows
   }
 
   async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {
-    const id = `${tag + (counter++).toString(36)}l`
     const { key, limit, windowMs, want, min, waitFor, ttlMs } = request
-    const args = [limit, windowMs, want, min, waitFor, ttlMs, id, 0]
-    const reply = await runBefore(leaseScript, [`${prefix}:${key}`], args, deadline)
-    const [granted, , , , nowUs, scoreUs] = reply as [number, number, number, number, number, number]
-    return {
-      ...toResult([granted > 0 ? 1 : 0, ...reply.slice(1)], 0, nowUs),
-      lease: { id, score: scoreUs / 1000, granted },
-    }
+    const args = ['l', want, 0, limit, windowMs, min, waitFor, ttlMs]
+    const reply = await runBefore(slidingLog([`${prefix}:${key}`], 1), key, args, 2, deadline)
+    const window = reply.windows[0] as WindowResult & { recordedUs: number }
+    return { ...window, lease: { windowMs, score: window.recordedUs / 1000, granted: reply.units } }
   }
 
   return {
     [STORE]: true,
     consume: (requests, deadline) => decide(requests, 'consume', deadline),
     lease,
-    release: async (key, { id, granted }, units) => {
-      // Any `units` members of the lease will do; the highest-numbered are the ones a holder never took.
-      // In chunks: one command's arguments stay small whatever the lease's size.
-      for (let done = 0; done < units; done += RELEASE_CHUNK) {
-        const members = Array.from(
-          { length: Math.min(RELEASE_CHUNK, units - done) },
-          (_, i) => `${id}:${granted - done - i}`,
-        )
-        await client.zrem(`${prefix}:${key}`, ...members)
-      }
+    release: async (key, { windowMs, score, granted }, units) => {
+      if (granted === 0) return
+      // The score's µs, exactly: it came from them, and a double holds µs of this era to well under 0.5.
+      await runner.runBuffer(
+        slidingLogScript,
+        [`${prefix}:${key}`],
+        ['r', units, 0, Math.round(score * 1000), windowMs],
+      )
     },
     peek: (requests) => decide(requests, 'peek'),
     reset: async (key) => {
@@ -179,50 +170,54 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
 }
 
 function isScriptClient(client: unknown): client is ScriptClient {
-  const candidate = client as Partial<Record<'evalsha' | 'eval' | 'del' | 'zrem' | 'status', unknown>> | null
+  const candidate = client as Partial<Record<'call' | 'callBuffer' | 'del' | 'status', unknown>> | null
   return (
     typeof candidate === 'object' &&
     candidate !== null &&
-    typeof candidate.evalsha === 'function' &&
-    typeof candidate.eval === 'function' &&
+    typeof candidate.call === 'function' &&
+    typeof candidate.callBuffer === 'function' &&
     typeof candidate.del === 'function' &&
-    typeof candidate.zrem === 'function' &&
     typeof candidate.status === 'string'
   )
 }
 
-const RELEASE_CHUNK = 1_000
-
-// Where each recording script takes its deadline among its arguments (see lua/*.lua).
-const DEADLINE_ARG = new Map([
-  [slidingLogScript, 5],
-  [bucketedScript, 5],
-  [slidingLogMultiScript, 3],
-  [leaseScript, 7],
-])
-
-// Replies of every script: their length, but for the multi-window script's, which depends on its windows
-// (and is 2 when its deadline passed).
-const REPLY_LENGTH = new Map([
-  [slidingLogScript, 5],
-  [bucketedScript, 5],
-  [leaseScript, 6],
-])
-
 function numbers(reply: unknown, script: LuaScript): number[] {
-  const length = REPLY_LENGTH.get(script)
-  if (
-    !Array.isArray(reply) ||
-    (length === undefined ? reply.length < 2 : reply.length !== length) ||
-    !reply.every((n) => typeof n === 'number')
-  ) {
+  if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((n) => typeof n === 'number')) {
     throw unexpected(reply, script)
   }
   return reply as number[]
 }
 
+// lua/sliding-log.lua's binary reply: '>bdI4', then '>bI4I6I6d' per window.
+const REPLY_HEAD = 13
+const REPLY_WINDOW = 25
+
+/** lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed). */
+export function readSlidingLog(reply: unknown, count: number) {
+  if (!Buffer.isBuffer(reply) || reply.length < REPLY_HEAD) throw unexpected(reply, slidingLogScript)
+  const status = reply.readInt8(0)
+  const nowUs = reply.readDoubleBE(1)
+  const units = reply.readUInt32BE(9)
+  if (status === -1) return { status, nowUs, units, windows: [] }
+  if (reply.length !== REPLY_HEAD + REPLY_WINDOW * count) throw unexpected(reply, slidingLogScript)
+  const windows = []
+  for (let at = REPLY_HEAD; at < reply.length; at += REPLY_WINDOW) {
+    windows.push({
+      allowed: reply.readInt8(at) === 1,
+      remaining: reply.readUInt32BE(at + 1),
+      retryAfterMs: reply.readUIntBE(at + 5, 6),
+      resetMs: reply.readUIntBE(at + 11, 6),
+      now: nowUs / 1000,
+      recordedUs: reply.readDoubleBE(at + 17),
+    })
+  }
+  return { status, nowUs, units, windows }
+}
+
 const unexpected = (reply: unknown, script: LuaScript) =>
-  new StoreError(`unexpected reply from ${script.name}.lua: ${JSON.stringify(reply)?.slice(0, 200)}`)
+  new StoreError(
+    `unexpected reply from ${script.name}.lua: ${(Buffer.isBuffer(reply) ? reply.toString('hex') : JSON.stringify(reply))?.slice(0, 200)}`,
+  )
 
 /**
  * What the limiter needs to know of the client's connection: when it became ready (a call sent before then

@@ -11,6 +11,8 @@ export type ScriptClient = Redis | Cluster
 
 export interface ScriptRunner {
   run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>
+  /** The same, for a script that replies with one binary string: the reply as a Buffer. */
+  runBuffer(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<Buffer>
 }
 
 /**
@@ -22,20 +24,25 @@ export interface ScriptRunner {
  */
 export function createScriptRunner(client: ScriptClient): ScriptRunner {
   const loaded = new Set<string>()
+  type Send = (command: 'EVAL' | 'EVALSHA', ...args: (string | number)[]) => Promise<unknown>
+  const send: Send = (command, ...args) => client.call(command, ...args)
+  const sendBuffer: Send = (command, ...args) => client.callBuffer(command, ...args)
+  async function run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[], via: Send) {
+    if (!loaded.has(script.sha1)) {
+      const reply = await via('EVAL', script.lua, keys.length, ...keys, ...args)
+      loaded.add(script.sha1)
+      return reply
+    }
+    try {
+      return await via('EVALSHA', script.sha1, keys.length, ...keys, ...args)
+    } catch (error) {
+      if (!isNoScript(error)) throw error
+      return await via('EVAL', script.lua, keys.length, ...keys, ...args)
+    }
+  }
   return {
-    async run(script, keys, args) {
-      if (!loaded.has(script.sha1)) {
-        const reply = await client.eval(script.lua, keys.length, ...keys, ...args)
-        loaded.add(script.sha1)
-        return reply
-      }
-      try {
-        return await client.evalsha(script.sha1, keys.length, ...keys, ...args)
-      } catch (error) {
-        if (!isNoScript(error)) throw error
-        return await client.eval(script.lua, keys.length, ...keys, ...args)
-      }
-    },
+    run: (script, keys, args) => run(script, keys, args, send),
+    runBuffer: async (script, keys, args) => (await run(script, keys, args, sendBuffer)) as Buffer,
   }
 }
 

@@ -28,29 +28,27 @@ export class SlidingLog {
     return this.end(this.count() - 1) - this.base()
   }
 
-  /** Records `units` at `time`, which may be in the future (a lease's) or, on a clock that stepped back, the past. */
-  add(time: number, units: number): void {
-    const { log } = this
+  /**
+   * Records `units` at `time`, or at the newest entry's time if that is later (a lease's, in the future, or a
+   * clock that stepped back), as lua/sliding-log.lua does: entries stay in time order, and a unit never counts
+   * for less than a window from its admission. Returns the time the units were recorded at.
+   */
+  add(time: number, units: number): number {
     const count = this.count()
     if (count === this.head) {
       // Nothing live: start over in an exact-size array (a first push would reserve 19 slots).
       this.log = [time, units]
       this.head = 0
-      return
+      return time
     }
-    const at = this.time(count - 1) > time ? this.firstAfter(time) : count
-    if (at > this.head && this.time(at - 1) === time) {
-      // The same instant as an entry: its units are interchangeable, so they merge.
-      for (let i = at - 1; i < count; i++) log[2 * i + 1] = this.end(i) + units
-      return
+    const newest = this.time(count - 1)
+    if (newest >= time) {
+      // The same instant as the newest entry, or earlier: its units are interchangeable, so they merge.
+      this.log[2 * count - 1] = this.end(count - 1) + units
+      return newest
     }
-    const end = this.end(at - 1) + units
-    if (at === count) {
-      log.push(time, end)
-      return
-    }
-    log.splice(2 * at, 0, time, end)
-    for (let i = at + 1; i <= count; i++) log[2 * i + 1] = this.end(i) + units
+    this.log.push(time, this.end(count - 1) + units)
+    return time
   }
 
   /** Removes up to `count` units recorded at exactly `time` (unused leased units, which are interchangeable). */
@@ -59,8 +57,8 @@ export class SlidingLog {
     if (at < this.head || this.time(at) !== time) return 0
     const units = this.end(at) - this.end(at - 1)
     const removed = Math.min(count, units)
-    if (removed === units) this.log.splice(2 * at, 2)
-    // Every later total, and this entry's when it stays, drops by the units removed.
+    // The entry stays, emptied or not, as in lua/sliding-log.lua: it still bounds the reset and later records.
+    // Every later total, and this entry's, drops by the units removed.
     for (let i = at; i < this.count(); i++) this.log[2 * i + 1] = this.end(i) - removed
     return removed
   }
@@ -72,7 +70,7 @@ export class SlidingLog {
    */
   result(now: number, limit: number, windowMs: number, cost: number, used: number, recorded: boolean): WindowResult {
     const newest = this.count() - 1
-    const resetMs = newest >= this.head ? this.msUntilGone(newest, now, windowMs) : 0
+    const resetMs = used + (recorded ? cost : 0) > 0 ? this.msUntilGone(newest, now, windowMs) : 0
     if (used + cost <= limit) {
       return { allowed: true, remaining: limit - used - (recorded ? cost : 0), retryAfterMs: 0, resetMs, now }
     }

@@ -41,10 +41,10 @@ export interface LeaseRequest {
   readonly ttlMs: number
 }
 
-/** A reservation: which units, scored when, so that unused ones can be returned. */
+/** A reservation: how many units, of which window, recorded when, so that unused ones can be returned. */
 export interface Lease {
-  readonly id: string
-  /** Every reserved unit's score: the store time of the lease's expiry, in ms. */
+  readonly windowMs: number
+  /** The store time every reserved unit was recorded at, in ms: the lease's expiry, or later. */
   readonly score: number
   readonly granted: number
 }
