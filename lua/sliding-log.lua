@@ -44,14 +44,14 @@
 -- maxmemory, as it refuses any write, instead of letting its writes through.
 
 local E, H, K = 10, 77, 4
-local HEADER = '>dI4I4I4I4I6I6B'
-local HEADER_AND_CACHE = HEADER .. 'I6I4I6I4I6I4I6I4'
+local HEADER = '>dI4I4I4I4I6I6BI6I4I6I4I6I4I6I4'
 local ENTRY = '>I6I4'
 local M32 = 4294967296
 -- A log's times are µs since its base in 6 bytes; past this age, a rewrite moves the base.
 local REBASE_AFTER = 2 ^ 46
 -- A release rewrites the entries recorded after the one it changes: at most this many.
 local MAX_RELEASE_TAIL = 2000
+local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
 
 local op = ARGV[1]
 local units = tonumber(ARGV[2])
@@ -60,23 +60,24 @@ local deadline = tonumber(ARGV[3])
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
 if deadline > 0 and now > deadline then
-  return struct.pack('>bdI4', -1, now, 0)
+  return pack('>bdI4', -1, now, 0)
 end
 
-local function entries_at(log, from, count)
-  local raw = redis.call('GETRANGE', log.key, tostring(from * E), tostring((from + count) * E - 1))
+-- Entries from..from+count-1 of a log's body: their times and running totals.
+local function entries_at(key, from, count)
+  local raw = redis.call('GETRANGE', key, tostring(from * E), tostring((from + count) * E - 1))
   local ts, cum, pos = {}, {}, 1
   for i = 1, count do
-    ts[i], cum[i], pos = struct.unpack(ENTRY, raw, pos)
+    ts[i], cum[i], pos = unpack(ENTRY, raw, pos)
   end
   return ts, cum
 end
 
 -- The first entry in [lo, hi] for which `after(ts, cum)` holds (it holds for hi): a binary search by GETRANGE.
-local function search(log, lo, hi, after)
+local function search(key, lo, hi, after)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local ts, cum = entries_at(log, mid, 1)
+    local ts, cum = entries_at(key, mid, 1)
     if after(ts[1], cum[1]) then
       hi = mid
     else
@@ -87,140 +88,141 @@ local function search(log, lo, hi, after)
 end
 
 -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
+-- Times in the log (and `now` here) are µs since its base.
 local function open(key, window)
-  local log = { key = key, window = window }
   local raw = redis.call('GETRANGE', key, '-77', '-1')
   if #raw ~= H then
-    log.n = 0
-    return log
+    return { key = key, window = window, n = 0, used = 0 }
   end
-  local t1, c1, t2, c2, t3, c3, t4, c4
-  log.base, log.n, log.head, log.cum0, log.total, log.newest, log.expires, log.kc, t1, c1, t2, c2, t3, c3, t4, c4 =
-    struct.unpack(HEADER_AND_CACHE, raw)
-  log.now = now - log.base
+  local base, n, head, cum0, total, newest, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
+  local log = {
+    key = key,
+    window = window,
+    base = base,
+    n = n,
+    head = head,
+    cum0 = cum0,
+    total = total,
+    newest = newest,
+    expires = expires,
+    kc = kc,
+    now = now - base,
+    used = 0,
+    ts = { t1, t2, t3, t4 },
+    cum = { c1, c2, c3, c4 },
+  }
   local edge = log.now - window
-  if log.newest <= edge then
+  if newest <= edge then
     -- Every entry has left the window: the log is empty, and a write starts it anew.
     log.n = 0
     return log
   end
-  local ts, cum = { t1, t2, t3, t4 }, { c1, c2, c3, c4 }
-  local kc = log.kc
-  local live = 1
-  while live <= kc and ts[live] <= edge do
-    live = live + 1
-  end
-  if live > kc then
-    -- The cache holds no live entry: the first is further on, read in a chunk (or found by a binary search).
-    local from = log.head + kc
-    local before = kc > 0 and cum[kc] or log.cum0
-    local count = math.min(2 * K, log.n - from)
-    local cts, ccum = entries_at(log, from, count)
-    local first = 1
-    while cts[first] <= edge do
-      before = ccum[first]
-      first = first + 1
-      if first > count then
-        break
+  if kc == 0 or t1 <= edge then
+    local ts, cum = log.ts, log.cum
+    local live = 2
+    while live <= kc and ts[live] <= edge do
+      live = live + 1
+    end
+    if live > kc then
+      -- The cache holds no live entry: the first is further on, read in a chunk (or found by a binary search).
+      local from = head + kc
+      local before = kc > 0 and cum[kc] or cum0
+      local count = math.min(2 * K, n - from)
+      local cts, ccum = entries_at(key, from, count)
+      local first = 1
+      while cts[first] <= edge do
+        before = ccum[first]
+        first = first + 1
+        if first > count then
+          break
+        end
       end
+      if first > count then
+        from = search(key, from + count, n - 1, function(t)
+          return t > edge
+        end)
+        cts, ccum = entries_at(key, from - 1, math.min(K, n - from) + 1)
+        before = table.remove(ccum, 1)
+        table.remove(cts, 1)
+        first = 1
+      end
+      log.head, log.cum0 = from + first - 1, before
+      kc = 0
+      for i = first, math.min(#cts, first + K - 1) do
+        kc = kc + 1
+        ts[kc], cum[kc] = cts[i], ccum[i]
+      end
+    else
+      log.head, log.cum0 = head + live - 1, cum[live - 1]
+      for i = live, kc do
+        ts[i - live + 1], cum[i - live + 1] = ts[i], cum[i]
+      end
+      kc = kc - live + 1
     end
-    if first > count then
-      from = search(log, from + count, log.n - 1, function(t)
-        return t > edge
-      end)
-      cts, ccum = entries_at(log, from - 1, math.min(K, log.n - from) + 1)
-      before = table.remove(ccum, 1)
-      table.remove(cts, 1)
-      first = 1
+    for i = kc + 1, K do
+      ts[i], cum[i] = 0, 0
     end
-    log.head = from + first - 1
-    log.cum0 = before
-    ts, cum, kc = {}, {}, 0
-    for i = first, math.min(#cts, first + K - 1) do
-      kc = kc + 1
-      ts[kc], cum[kc] = cts[i], ccum[i]
-    end
-  elseif live > 1 then
-    log.head = log.head + live - 1
-    log.cum0 = cum[live - 1]
-    for i = live, kc do
-      ts[i - live + 1], cum[i - live + 1] = ts[i], cum[i]
-    end
-    kc = kc - live + 1
+    log.kc = kc
   end
-  log.kc, log.ts, log.cum = kc, ts, cum
-  log.used = (log.total - log.cum0) % M32
+  log.used = (total - log.cum0) % M32
   return log
 end
 
-local function ms_until_out(log, ts)
-  return math.ceil((ts + log.window - log.now) / 1000)
-end
-
--- The time of the entry that holds the `nth` oldest unit inside the window.
-local function time_of_unit(log, nth)
-  for i = 1, log.kc do
-    if (log.cum[i] - log.cum0) % M32 >= nth then
-      return log.ts[i]
-    end
-  end
-  local at = search(log, log.head + log.kc, log.n - 1, function(_, cum)
-    return (cum - log.cum0) % M32 >= nth
-  end)
-  local ts = entries_at(log, at, 1)
-  return ts[1]
-end
-
--- The answer for `cost` units in one window (before anything is recorded).
+-- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs, resetMs.
 local function answer(log, limit, cost)
   if log.n == 0 then
-    return { 1, limit, 0, 0 }
+    return 1, limit, 0, 0
   end
-  local used = log.used
+  local used, window, rel = log.used, log.window, log.now
   -- A release can leave the newest entry empty: it still bounds the reset, unless the window holds nothing.
-  local reset = used > 0 and ms_until_out(log, log.newest) or 0
+  local reset = used > 0 and ceil((log.newest + window - rel) / 1000) or 0
   if used + cost <= limit then
-    return { 1, limit - used, 0, reset }
+    return 1, limit - used, 0, reset
   end
-  return { 0, math.max(0, limit - used), ms_until_out(log, time_of_unit(log, used + cost - limit)), reset }
-end
-
-local function expire(log, ms)
-  redis.call('PEXPIRE', log.key, tostring(ms))
+  -- The entry that holds the (used + cost - limit)-th oldest unit must leave first.
+  local nth, cum0, at = used + cost - limit, log.cum0, nil
+  for i = 1, log.kc do
+    if (log.cum[i] - cum0) % M32 >= nth then
+      at = log.ts[i]
+      break
+    end
+  end
+  if at == nil then
+    local found = search(log.key, log.head + log.kc, log.n - 1, function(_, cum)
+      return (cum - cum0) % M32 >= nth
+    end)
+    at = entries_at(log.key, found, 1)[1]
+  end
+  return 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset
 end
 
 local function header(log)
   local ts, cum = log.ts, log.cum
-  local cache = {}
-  for i = 1, K do
-    cache[i] = struct.pack(ENTRY, ts[i] or 0, cum[i] or 0)
-  end
-  return struct.pack(HEADER, log.base, log.n, log.head, log.cum0, log.total, log.newest, log.expires, log.kc)
-    .. table.concat(cache)
+  return pack(HEADER, log.base, log.n, log.head, log.cum0, log.total, log.newest, log.expires, log.kc, ts[1], cum[1],
+    ts[2], cum[2], ts[3], cum[3], ts[4], cum[4])
 end
 
--- Records `count` units at `at` (server µs, >= now); returns the time they were recorded at.
+-- Records `count` units at `at` (server µs, >= now) or at the newest entry's time if later; returns that time.
 local function record(log, count, at)
   local window = log.window
   if log.n == 0 then
-    log.base, log.now = now, 0
     local ts = at - now
-    log.n, log.head, log.cum0, log.total, log.newest, log.kc = 1, 0, 0, count % M32, ts, 1
-    log.ts, log.cum = { ts }, { log.total }
-    local ttl = math.ceil((ts + 2 * window) / 1000)
+    local total = count % M32
+    log.base, log.now, log.n, log.head, log.cum0, log.total, log.newest, log.kc = now, 0, 1, 0, 0, total, ts, 1
+    log.ts, log.cum = { ts, 0, 0, 0 }, { total, 0, 0, 0 }
+    local ttl = ceil((ts + 2 * window) / 1000)
     log.expires = ttl * 1000
-    redis.call('SET', log.key, struct.pack(ENTRY, ts, log.total) .. header(log))
-    expire(log, ttl)
+    redis.call('SET', log.key, pack(ENTRY, ts, total) .. header(log))
+    redis.call('PEXPIRE', log.key, tostring(ttl))
     return at
   end
   local ts = math.max(at - log.base, log.newest)
-  local n, head = log.n, log.head
+  local n, head, kc = log.n, log.head, log.kc
   -- Out-of-window entries outnumber the live ones (or the base is old): rewrite the log without them.
   local compact = (head >= 64 and head * 2 > n) or log.now > REBASE_AFTER
   local merge = ts == log.newest
   log.total = (log.total + count) % M32
   log.newest = ts
-  local kc = log.kc
   if merge then
     if head + kc == n then
       log.cum[kc] = log.total
@@ -233,123 +235,122 @@ local function record(log, count, at)
     end
     n = n + 1
   end
-  local last = struct.pack(ENTRY, ts, log.total)
+  local last = pack(ENTRY, ts, log.total)
   if log.expires < ts + window then
-    local ttl = math.ceil((ts + 2 * window - log.now) / 1000)
+    local ttl = ceil((ts + 2 * window - log.now) / 1000)
     log.expires = log.now + ttl * 1000
-    expire(log, ttl)
+    redis.call('PEXPIRE', log.key, tostring(ttl))
   end
-  if compact then
-    local body = redis.call('GETRANGE', log.key, tostring(head * E), tostring((log.n - (merge and 1 or 0)) * E - 1))
-    log.n, log.head = n - head, 0
-    if log.now > REBASE_AFTER then
-      -- Rare (a log written to for years): times move to a new base, the oldest live entry's, entry by entry.
-      local shift, parts, pos = log.ts[1], {}, 1
-      body = body .. last
-      for i = 1, log.n do
-        local t, c
-        t, c, pos = struct.unpack(ENTRY, body, pos)
-        parts[i] = struct.pack(ENTRY, math.max(0, t - shift), c)
-      end
-      body, last = table.concat(parts), ''
-      for i = 1, log.kc do
-        log.ts[i] = math.max(0, log.ts[i] - shift)
-      end
-      log.base, log.newest, log.now = log.base + shift, log.newest - shift, log.now - shift
-      log.expires = math.max(0, log.expires - shift)
-      ts = ts - shift
-    end
-    redis.call('SET', log.key, body .. last .. header(log), 'KEEPTTL')
-  else
+  if not compact then
     log.n = n
     redis.call('SETRANGE', log.key, tostring((n - 1) * E), last .. header(log))
+    return log.base + ts
   end
+  local body = redis.call('GETRANGE', log.key, tostring(head * E), tostring((log.n - (merge and 1 or 0)) * E - 1))
+  log.n, log.head = n - head, 0
+  if log.now > REBASE_AFTER then
+    -- Rare (a log written to for years): times move to a new base, the oldest live entry's, entry by entry.
+    local shift, parts, pos = log.ts[1], {}, 1
+    body = body .. last
+    for i = 1, log.n do
+      local t, c
+      t, c, pos = unpack(ENTRY, body, pos)
+      parts[i] = pack(ENTRY, math.max(0, t - shift), c)
+    end
+    body, last = table.concat(parts), ''
+    for i = 1, log.kc do
+      log.ts[i] = math.max(0, log.ts[i] - shift)
+    end
+    log.base, log.newest, log.now = log.base + shift, log.newest - shift, log.now - shift
+    log.expires = math.max(0, log.expires - shift)
+    ts = ts - shift
+  end
+  redis.call('SET', log.key, body .. last .. header(log), 'KEEPTTL')
   return log.base + ts
 end
 
--- Removes up to `count` units recorded at `at` (server µs); returns how many it removed.
-local function release(log, count, at)
-  if log.n == 0 then
-    return 0
-  end
-  local ts = at - log.base
-  if ts <= log.now - log.window or ts > log.newest then
-    return 0
-  end
-  local first = search(log, log.head, log.n - 1, function(t)
-    return t >= ts
-  end)
-  if log.n - first > MAX_RELEASE_TAIL then
-    return 0
-  end
-  local from = math.max(first - 1, 0)
-  local tss, cums = entries_at(log, from, log.n - from)
-  local i = first - from + 1
-  if tss[i] ~= ts then
-    return 0
-  end
-  local before = first > 0 and cums[1] or log.cum0
-  local removed = math.min(count, (cums[i] - before) % M32)
-  if removed == 0 then
-    return 0
-  end
-  local parts = {}
-  for j = i, #tss do
-    parts[#parts + 1] = struct.pack(ENTRY, tss[j], (cums[j] - removed) % M32)
-  end
-  for j = 1, log.kc do
-    if log.head + j - 1 >= first then
-      log.cum[j] = (log.cum[j] - removed) % M32
-    end
-  end
-  log.total = (log.total - removed) % M32
-  redis.call('SETRANGE', log.key, tostring(first * E), table.concat(parts) .. header(log))
-  return removed
-end
-
-local function window_reply(a, recorded)
-  return struct.pack('>bI4I6I6d', a[1], a[2], a[3], a[4], recorded)
-end
 
 if op == 'r' then
+  -- Removes up to `units` units recorded at ARGV[4] from the entry of that time, if it is still in the window.
   local log = open(KEYS[1], tonumber(ARGV[5]) * 1000)
-  local removed = release(log, units, tonumber(ARGV[4]))
-  return struct.pack('>bdI4', removed > 0 and 1 or 0, now, removed)
+  local removed = 0
+  local ts = log.n > 0 and tonumber(ARGV[4]) - log.base
+  if ts and ts > log.now - log.window and ts <= log.newest then
+    local first = search(log.key, log.head, log.n - 1, function(t)
+      return t >= ts
+    end)
+    local from = math.max(first - 1, 0)
+    local tss, cums = {}, {}
+    if log.n - first <= MAX_RELEASE_TAIL then
+      tss, cums = entries_at(log.key, from, log.n - from)
+    end
+    local i = first - from + 1
+    if tss[i] == ts then
+      local before = first > 0 and cums[1] or log.cum0
+      removed = math.min(units, (cums[i] - before) % M32)
+    end
+    if removed > 0 then
+      -- Every running total from that entry on drops by the units removed, in the body and in the cache.
+      local parts = {}
+      for j = i, #tss do
+        parts[#parts + 1] = pack(ENTRY, tss[j], (cums[j] - removed) % M32)
+      end
+      for j = 1, log.kc do
+        if log.head + j - 1 >= first then
+          log.cum[j] = (log.cum[j] - removed) % M32
+        end
+      end
+      log.total = (log.total - removed) % M32
+      redis.call('SETRANGE', log.key, tostring(first * E), table.concat(parts) .. header(log))
+    end
+  end
+  return pack('>bdI4', removed > 0 and 1 or 0, now, removed)
 end
 
 if op == 'l' then
-  local limit, min, wait_for = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  -- Reserves between `min` and `units` units, recorded at the lease's expiry.
+  local limit, min = tonumber(ARGV[4]), tonumber(ARGV[6])
   local log = open(KEYS[1], tonumber(ARGV[5]) * 1000)
-  local used = log.used or 0
-  local available = limit - used
+  local available = limit - log.used
   if available >= min then
     local granted = math.min(units, available)
     local at = record(log, granted, now + tonumber(ARGV[8]) * 1000)
-    return struct.pack('>bdI4', 1, now, granted)
-      .. window_reply({ 1, available - granted, 0, ms_until_out(log, log.newest) }, at)
+    local reset = ceil((log.newest + log.window - log.now) / 1000)
+    return pack('>bdI4bI4I6I6d', 1, now, granted, 1, available - granted, 0, reset, at)
   end
-  return struct.pack('>bdI4', 0, now, 0) .. window_reply(answer(log, limit, wait_for), 0)
+  local allowed, remaining, retry, reset = answer(log, limit, tonumber(ARGV[7]))
+  return pack('>bdI4bI4I6I6d', 0, now, 0, allowed, remaining, retry, reset, 0)
+end
+
+if #KEYS == 1 then
+  -- One window: the common call, without the tables of several.
+  local log = open(KEYS[1], tonumber(ARGV[5]) * 1000)
+  local allowed, remaining, retry, reset = answer(log, tonumber(ARGV[4]), units)
+  if allowed == 0 or op ~= 'c' then
+    return pack('>bdI4bI4I6I6d', allowed, now, 0, allowed, remaining, retry, reset, 0)
+  end
+  local at = record(log, units, now)
+  reset = ceil((log.newest + log.window - log.now) / 1000)
+  return pack('>bdI4bI4I6I6d', 1, now, units, 1, remaining - units, 0, reset, at)
 end
 
 local logs, answers, fits = {}, {}, true
 for i, key in ipairs(KEYS) do
-  local limit = tonumber(ARGV[2 + 2 * i])
   local log = open(key, tonumber(ARGV[3 + 2 * i]) * 1000)
-  local a = answer(log, limit, units)
-  logs[i], answers[i] = log, a
-  if a[1] == 0 then
+  local answer_i = { answer(log, tonumber(ARGV[2 + 2 * i]), units) }
+  logs[i], answers[i] = log, answer_i
+  if answer_i[1] == 0 then
     fits = false
   end
 end
-
 local recorded = fits and op == 'c'
-local reply = { struct.pack('>bdI4', fits and 1 or 0, now, recorded and units or 0) }
+local reply = { pack('>bdI4', fits and 1 or 0, now, recorded and units or 0) }
 for i, log in ipairs(logs) do
   local a, at = answers[i], 0
   if recorded then
     at = record(log, units, now)
-    a[2], a[4] = a[2] - units, ms_until_out(log, log.newest)
+    a[2], a[4] = a[2] - units, ceil((log.newest + log.window - log.now) / 1000)
   end
-  reply[i + 1] = window_reply(a, at)
+  reply[i + 1] = pack('>bI4I6I6d', a[1], a[2], a[3], a[4], at)
 end
 return table.concat(reply)

@@ -8,7 +8,7 @@ import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { compareWithModel, type ModelSubject, modelSteps } from '../../support/sliding-log-model.js'
 
 const TIME_CALL = "local time = redis.call('TIME')"
-const EXPIRE_CALL = "redis.call('PEXPIRE', log.key, tostring(ms))"
+const EXPIRE_CALL = "redis.call('PEXPIRE', log.key, tostring(ttl))"
 
 /**
  * The script with the server's clock replaced by the test's (the two last arguments: seconds and microseconds), a
@@ -21,7 +21,7 @@ function withTestClock(script: LuaScript): LuaScript {
   }
   const lua = script.lua
     .replace(TIME_CALL, 'local time = { ARGV[#ARGV - 1], ARGV[#ARGV] }')
-    .replace(EXPIRE_CALL, '-- PEXPIRE left out under the test clock')
+    .replaceAll(EXPIRE_CALL, '-- PEXPIRE left out under the test clock')
   return { name: `${script.name}-test-clock`, lua, sha1: '0'.repeat(40) }
 }
 
