@@ -124,7 +124,11 @@ export async function memory({ limits = LIMITS }: MemoryOptions = {}): Promise<P
   const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`
   const peerLimits = PEER_LIMITS.filter((l) => limits.includes(l))
   const ourRows = [
-    { name: 'fleetlimit', algorithm: 'sliding log (ZSET, one member per unit)', bytes: 'slidingLogBytes' as const },
+    {
+      name: 'fleetlimit',
+      algorithm: 'sliding log (a packed string: 10 B per call, here 60 calls)',
+      bytes: 'slidingLogBytes' as const,
+    },
     { name: 'fleetlimit', algorithm: 'bucketed, 60 buckets (HASH)', bytes: 'bucketedBytes' as const },
   ].map((ours) => ({
     ...ours,
