@@ -216,3 +216,6 @@ export function modelSteps(maxLength: number) {
   }) as fc.Arbitrary<ModelStep>
   return fc.array(step, { minLength: 1, maxLength, size: 'max' })
 }
+
+/** Two limits (or two windows in ms) of the two windows a schedule runs on: 1 to 1 000 each. */
+export const modelPair = () => fc.tuple(fc.integer({ min: 1, max: 1_000 }), fc.integer({ min: 1, max: 1_000 }))
