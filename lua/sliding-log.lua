@@ -46,12 +46,16 @@
 local E, H, K = 10, 77, 4
 local HEADER = '>dI4I4I4I4I6I6BI6I4I6I4I6I4I6I4'
 local ENTRY = '>I6I4'
+-- An entry and the header after it: what an admission writes.
+local ENTRY_HEADER = '>I6I4dI4I4I4I4I6I6BI6I4I6I4I6I4I6I4'
 local M32 = 4294967296
 -- A log's times are µs since its base in 6 bytes; past this age, a rewrite moves the base.
 local REBASE_AFTER = 2 ^ 46
 -- A release rewrites the entries recorded after the one it changes: at most this many.
 local MAX_RELEASE_TAIL = 2000
-local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
+local pack, unpack, ceil, tonumber = struct.pack, struct.unpack, math.ceil, tonumber
+-- Offsets go to Redis as strings (a number would be formatted with %.17g); '%d' formats faster than tostring.
+local format = string.format
 
 local op = ARGV[1]
 local units = tonumber(ARGV[2])
@@ -63,9 +67,127 @@ if deadline > 0 and now > deadline then
   return pack('>bdI4', -1, now, 0)
 end
 
+-- One window, consume or peek: the common call, answered in straight-line code from the header (and, when the
+-- cached entries have all left the window, one read of the next few). Anything rarer (a rewrite due, a wait beyond
+-- the cached entries, no live entry in that read) falls through to the general code below, which reads the header
+-- again and handles every case; nothing is written before it does.
+if #KEYS == 1 and (op == 'c' or op == 'p') then
+  local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5]) * 1000
+  local raw = redis.call('GETRANGE', key, '-77', '-1')
+  local base, n, head, cum0, total, newest, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4
+  local rel, edge
+  if #raw == H then
+    base, n, head, cum0, total, newest, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
+    rel = now - base
+    edge = rel - window
+  end
+  if #raw ~= H or newest <= edge then
+    -- A new key, or one whose entries have all left the window: it starts anew.
+    if op == 'p' then
+      return pack('>bdI4bI4I6I6d', 1, now, 0, 1, limit, 0, 0, 0)
+    end
+    local total1 = units % M32
+    local ttl = ceil(2 * window / 1000)
+    redis.call('SET', key, pack(ENTRY_HEADER, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 1, 0, total1,
+      0, 0, 0, 0, 0, 0))
+    redis.call('PEXPIRE', key, format('%d', ttl))
+    return pack('>bdI4bI4I6I6d', 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
+  end
+  -- The head moves past cached entries that have left the window; with none left, the next few are read.
+  while kc > 0 and t1 <= edge do
+    head, cum0, kc = head + 1, c1, kc - 1
+    t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
+  end
+  local fast = true
+  if kc == 0 then
+    local count = math.min(2 * K, n - head)
+    local chunk = redis.call('GETRANGE', key, format('%d', head * E), format('%d', (head + count) * E - 1))
+    local pos, t, c = 1, nil, nil
+    for _ = 1, count do
+      t, c, pos = unpack(ENTRY, chunk, pos)
+      if kc == 0 and t <= edge then
+        head, cum0 = head + 1, c
+      elseif kc == 0 then
+        t1, c1, kc = t, c, 1
+      elseif kc == 1 then
+        t2, c2, kc = t, c, 2
+      elseif kc == 2 then
+        t3, c3, kc = t, c, 3
+      else
+        t4, c4, kc = t, c, 4
+        break
+      end
+    end
+    fast = kc > 0
+  end
+  local used = (total - cum0) % M32
+  if fast and used + units <= limit then
+    if op == 'p' then
+      local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+      return pack('>bdI4bI4I6I6d', 1, now, 0, 1, limit - used, 0, reset, 0)
+    end
+    if not ((head >= 64 and head * 2 > n) or rel > REBASE_AFTER) then
+      local ts = math.max(rel, newest)
+      total = (total + units) % M32
+      if ts == newest then
+        if head + kc == n then
+          if kc == 1 then
+            c1 = total
+          elseif kc == 2 then
+            c2 = total
+          elseif kc == 3 then
+            c3 = total
+          else
+            c4 = total
+          end
+        end
+      else
+        if head + kc == n and kc < K then
+          kc = kc + 1
+          if kc == 1 then
+            t1, c1 = ts, total
+          elseif kc == 2 then
+            t2, c2 = ts, total
+          elseif kc == 3 then
+            t3, c3 = ts, total
+          else
+            t4, c4 = ts, total
+          end
+        end
+        n = n + 1
+      end
+      if expires < ts + window then
+        local ttl = ceil((ts + 2 * window - rel) / 1000)
+        expires = rel + ttl * 1000
+        redis.call('PEXPIRE', key, format('%d', ttl))
+      end
+      redis.call('SETRANGE', key, format('%d', (n - 1) * E), pack(ENTRY_HEADER, ts, total, base, n, head, cum0, total,
+        ts, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4))
+      return pack('>bdI4bI4I6I6d', 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000),
+        base + ts)
+    end
+  elseif fast then
+    -- Denied: the entry that holds the (used + units - limit)-th oldest unit must leave first.
+    local nth, at = used + units - limit, nil
+    if kc >= 1 and (c1 - cum0) % M32 >= nth then
+      at = t1
+    elseif kc >= 2 and (c2 - cum0) % M32 >= nth then
+      at = t2
+    elseif kc >= 3 and (c3 - cum0) % M32 >= nth then
+      at = t3
+    elseif kc >= 4 and (c4 - cum0) % M32 >= nth then
+      at = t4
+    end
+    if at then
+      local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+      return pack('>bdI4bI4I6I6d', 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
+    end
+  end
+end
+
 -- Entries from..from+count-1 of a log's body: their times and running totals.
 local function entries_at(key, from, count)
-  local raw = redis.call('GETRANGE', key, tostring(from * E), tostring((from + count) * E - 1))
+  local raw = redis.call('GETRANGE', key, format('%d', from * E), format('%d', (from + count) * E - 1))
   local ts, cum, pos = {}, {}, 1
   for i = 1, count do
     ts[i], cum[i], pos = unpack(ENTRY, raw, pos)
@@ -213,7 +335,7 @@ local function record(log, count, at)
     local ttl = ceil((ts + 2 * window) / 1000)
     log.expires = ttl * 1000
     redis.call('SET', log.key, pack(ENTRY, ts, total) .. header(log))
-    redis.call('PEXPIRE', log.key, tostring(ttl))
+    redis.call('PEXPIRE', log.key, format('%d', ttl))
     return at
   end
   local ts = math.max(at - log.base, log.newest)
@@ -239,14 +361,14 @@ local function record(log, count, at)
   if log.expires < ts + window then
     local ttl = ceil((ts + 2 * window - log.now) / 1000)
     log.expires = log.now + ttl * 1000
-    redis.call('PEXPIRE', log.key, tostring(ttl))
+    redis.call('PEXPIRE', log.key, format('%d', ttl))
   end
   if not compact then
     log.n = n
-    redis.call('SETRANGE', log.key, tostring((n - 1) * E), last .. header(log))
+    redis.call('SETRANGE', log.key, format('%d', (n - 1) * E), last .. header(log))
     return log.base + ts
   end
-  local body = redis.call('GETRANGE', log.key, tostring(head * E), tostring((log.n - (merge and 1 or 0)) * E - 1))
+  local body = redis.call('GETRANGE', log.key, format('%d', head * E), format('%d', (log.n - (merge and 1 or 0)) * E - 1))
   log.n, log.head = n - head, 0
   if log.now > REBASE_AFTER then
     -- Rare (a log written to for years): times move to a new base, the oldest live entry's, entry by entry.
@@ -301,7 +423,7 @@ if op == 'r' then
         end
       end
       log.total = (log.total - removed) % M32
-      redis.call('SETRANGE', log.key, tostring(first * E), table.concat(parts) .. header(log))
+      redis.call('SETRANGE', log.key, format('%d', first * E), table.concat(parts) .. header(log))
     end
   end
   return pack('>bdI4', removed > 0 and 1 or 0, now, removed)
