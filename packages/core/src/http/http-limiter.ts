@@ -73,14 +73,23 @@ export interface RequestInfo {
   readonly peerAddress: string | undefined
 }
 
-/** What the adapter does: continue with these headers set, or answer with this response. */
+/**
+ * What the adapter does: continue with these headers set, or answer with this response. `decision` is the
+ * limiter's, for the handler (`req.rateLimit`): undefined when none was made (a skipped request, one counted
+ * already, a store that failed closed).
+ */
 export type HttpOutcome =
-  | { readonly action: 'next'; readonly headers: Readonly<Record<string, string>> }
+  | {
+      readonly action: 'next'
+      readonly headers: Readonly<Record<string, string>>
+      readonly decision: Decision | undefined
+    }
   | {
       readonly action: 'respond'
       readonly status: number
       readonly headers: Readonly<Record<string, string>>
       readonly body: string
+      readonly decision: Decision | undefined
     }
 
 export interface HttpLimiter<Req extends object> {
@@ -118,7 +127,7 @@ const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
 /** Requests whose route matched no pattern share one bucket, so raw paths never become keys. */
 export const UNMATCHED_ROUTE = '*'
 
-const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}) })
+const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}), decision: undefined })
 
 /**
  * The request-level limiter behind every adapter: options are validated here once, and every header value
@@ -240,10 +249,15 @@ export function createHttpLimiter<Req extends object>(
   }
 
   /** A response: the headers are the caller's fresh record, completed here. */
-  function respond(status: number, headers: Record<string, string>, { contentType, body, length }: SizedBody) {
+  function respond(
+    status: number,
+    headers: Record<string, string>,
+    { contentType, body, length }: SizedBody,
+    decision: Decision | undefined,
+  ) {
     headers['content-type'] = contentType
     headers['content-length'] = length
-    return { action: 'respond', status, headers, body } as const
+    return { action: 'respond', status, headers, body, decision } as const
   }
 
   return {
@@ -268,13 +282,13 @@ export function createHttpLimiter<Req extends object>(
       } catch (error) {
         if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
         const retryAfter = String(Math.max(1, Math.ceil((error as StoreError).retryAfterMs / 1000)))
-        return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE)
+        return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
       }
       const headers = rateLimitHeaders(decision, headerOptions)
-      if (decision.allowed) return { action: 'next', headers }
+      if (decision.allowed) return { action: 'next', headers, decision }
       if (onLimited) await onLimited(req, decision)
       const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
-      return respond(statusCode, headers, body)
+      return respond(statusCode, headers, body, decision)
     },
   }
 }
