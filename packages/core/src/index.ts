@@ -14,11 +14,13 @@ export type { Decision, DecisionSource } from './limiter/decision.js'
 export type { KeyInput } from './limiter/keys.js'
 export {
   type AcquireOptions,
+  type CallLimit,
   type ConsumeOptions,
   createRateLimiter,
   type LimiterEvents,
   type LimiterStats,
   type Logger,
+  type PeekOptions,
   type RateLimiter,
   type RateLimiterOptions,
 } from './limiter/limiter.js'

@@ -1,3 +1,4 @@
+import { parseDuration } from '../common/duration.js'
 import { isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
 import {
   checkBoolean,
@@ -8,9 +9,9 @@ import {
   optionNames,
 } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
-import { createRateLimiter, type Logger, type RateLimiter } from '../limiter/limiter.js'
+import { type CallLimit, createRateLimiter, type Logger, type RateLimiter } from '../limiter/limiter.js'
 import type { LocalOptions } from '../limiter/local-tier.js'
-import { POLICY_OPTION_NAMES, POLICY_OPTIONS, type Policy, type PolicyOptions } from '../limiter/policy.js'
+import { MAX_LIMIT, POLICY_OPTION_NAMES, POLICY_OPTIONS, type Policy, type PolicyOptions } from '../limiter/policy.js'
 import type { Store } from '../store/store.js'
 import { type HeaderStandard, rateLimitHeaders } from './headers.js'
 import { addressTenant, ipTenant } from './ip.js'
@@ -19,7 +20,14 @@ import { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody 
 type MaybePromise<T> = T | Promise<T>
 
 /** The options every adapter's `rateLimit` takes; `Req` is the framework's request (or context). */
-export interface HttpRateLimitOptions<Req> extends Partial<Omit<PolicyOptions, 'cost'>> {
+export interface HttpRateLimitOptions<Req> extends Partial<Omit<PolicyOptions, 'cost' | 'limit'>> {
+  /**
+   * The most units admitted in any window: a number, or a function of the request for per-tenant plans (its
+   * result is this request's limit, validated per request: a number, or with several policies a map from
+   * policy name to limit). With a function and inline options, the policy's name defaults to
+   * `plan-per-<window ms>ms`.
+   */
+  limit?: number | ((req: Req) => MaybePromise<CallLimit>)
   /** Where the windows live (default: a memory store). Not with `limiter`. */
   store?: Store
   /** A limiter built with createRateLimiter, used as it is. */
@@ -154,6 +162,7 @@ export function createHttpLimiter<Req extends object>(
   const skip = optionalFunction(options.skip, 'skip')
   const onLimited = optionalFunction(options.onLimited, 'onLimited')
   const costOf = optionalFunction(typeof options.cost === 'function' ? options.cost : undefined, 'cost')
+  const limitOf = optionalFunction(typeof options.limit === 'function' ? options.limit : undefined, 'limit')
   const standard: HeaderStandard | false =
     options.headers === false ? false : checkOneOf(options.headers ?? 'draft-8', 'headers', STANDARDS)
   const legacy = checkBoolean(options.legacyHeaders ?? false, 'legacyHeaders')
@@ -272,12 +281,19 @@ export function createHttpLimiter<Req extends object>(
       if (typeof tenant !== 'string') throw new OptionError('tenant(req)', tenant, 'a string')
       const route = routeOf ? routeOf(req) : defaultRoute(info)
       const cost = costOf ? await costOf(req) : undefined
+      const limit = limitOf ? await limitOf(req) : undefined
+      if (typeof limit === 'number') checkInteger(limit, 'limit(req)', 1, MAX_LIMIT)
+      else if (limitOf && (typeof limit !== 'object' || limit === null)) {
+        throw new OptionError('limit(req)', limit, `a whole number from 1 to ${MAX_LIMIT}`)
+      }
 
       let decision: Decision
       try {
         decision = await limiter.consume(
           { tenant, ...(route !== undefined && { route }) },
-          cost === undefined ? undefined : { cost },
+          cost === undefined && limit === undefined
+            ? undefined
+            : { ...(cost !== undefined && { cost }), ...(limit !== undefined && { limit }) },
         )
       } catch (error) {
         if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
@@ -331,12 +347,18 @@ export function hasLimitSource<Req>(options: HttpRateLimitOptions<Req>): boolean
 
 /** The options without what sets the limit: what a route's own policy shares with the plugin's options. */
 export function withoutLimitSource<Req>(options: HttpRateLimitOptions<Req>): HttpRateLimitOptions<Req> {
-  const limitNames = new Set<string>(['limiter', 'policy', 'policies', ...Object.keys(inlinePolicy(options))])
+  // A function-valued `limit` (per-tenant plans) is the plugin policy's: a route's own policy keeps its limit.
+  const limitNames = new Set<string>(['limiter', 'policy', 'policies', 'limit', ...Object.keys(inlinePolicy(options))])
   return Object.fromEntries(Object.entries(options).filter(([name]) => !limitNames.has(name)))
 }
 
 function resolveLimiter<Req>(options: HttpRateLimitOptions<Req>): RateLimiter {
   const inline = inlinePolicy(options)
+  if (typeof options.limit === 'function' && Object.keys(inline).length > 0) {
+    // Each request names its limit: the policy's is only the ceiling, and its name does not carry a number.
+    inline.limit = MAX_LIMIT
+    if (inline.window !== undefined) inline.name ??= `plan-per-${parseDuration(inline.window, 'window')}ms`
+  }
   const sources = [
     options.limiter !== undefined && 'limiter',
     options.policy !== undefined && 'policy',

@@ -6,7 +6,7 @@ export type DecisionSource = 'store' | 'local' | 'fallback' | 'open'
 
 export interface Decision {
   readonly allowed: boolean
-  /** The policy's limit (the fallback limit when `source` is 'fallback'). */
+  /** The limit this decision applied: the call's (a tenant's plan) or the policy's; the fallback limit when `source` is 'fallback'. */
   readonly limit: number
   /** Units left in the window after this decision. */
   readonly remaining: number
@@ -21,11 +21,16 @@ export interface Decision {
   readonly policies?: readonly Decision[]
 }
 
-/** A policy's decision from its window's result; a fallback decision reports the fallback limit. */
-export function toDecision(result: WindowResult, source: DecisionSource, policy: Policy): Decision {
+/** A policy's decision from its window's result under `limit`; a fallback decision reports the fallback limit. */
+export function toDecision(
+  result: WindowResult,
+  source: DecisionSource,
+  policy: Policy,
+  limit: number = policy.limit,
+): Decision {
   return {
     allowed: result.allowed,
-    limit: source === 'fallback' ? (policy.fallback?.limit ?? policy.limit) : policy.limit,
+    limit: source === 'fallback' ? (policy.fallback?.limit ?? policy.limit) : limit,
     remaining: result.remaining,
     retryAfterMs: result.retryAfterMs,
     resetMs: result.resetMs,

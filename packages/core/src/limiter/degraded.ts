@@ -2,10 +2,12 @@ import { memoryStore } from '../store/memory-store.js'
 import { combine, type Decision, toDecision } from './decision.js'
 import type { Policy } from './policy.js'
 
-/** One window of a call: a policy and the store key it counts this call under. */
+/** One window of a call: a policy, the store key it counts this call under, and this call's limit in it. */
 export interface Window {
   readonly policy: Policy
   readonly key: string
+  /** The policy's limit, or the one the call named (a tenant's plan). */
+  readonly limit: number
 }
 
 /** How a failing-open limiter decides without its store. */

@@ -1,16 +1,16 @@
 import { parseDuration } from '../common/duration.js'
 import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
-import { checkOptionNames } from '../common/validate.js'
+import { checkInteger, checkOptionNames } from '../common/validate.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
-import type { Store, WindowRequest } from '../store/store.js'
+import type { Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
 import { combine, type Decision, toDecision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
 import { buildKey, type KeyInput } from './keys.js'
 import { resolveLimiterOptions } from './limiter-options.js'
 import { createLocalTier, type LocalOptions, noLocalCounts } from './local-tier.js'
-import { type Policy, type PolicyOptions, policyKeyName } from './policy.js'
+import { checkCost, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from './policy.js'
 import { createStoreCaller } from './store-caller.js'
 
 export interface RateLimiterOptions extends Partial<PolicyOptions> {
@@ -29,7 +29,20 @@ export interface RateLimiterOptions extends Partial<PolicyOptions> {
   maxQueue?: number
 }
 
-export interface ConsumeOptions {
+/** A call's own limit: a whole number, or with several policies a map from policy name to limit. */
+export type CallLimit = number | Readonly<Record<string, number>>
+
+export interface PeekOptions {
+  /**
+   * This call's limit, such as the tenant's plan (the window and the key stay the policy's): a whole number, or
+   * with several policies a map from policy name to limit, a policy left out keeping its own. Default: the
+   * policy's. A tenant that changes plan keeps its admissions: a higher limit admits the difference at once, a
+   * lower one denies until the window drains to it.
+   */
+  limit?: CallLimit
+}
+
+export interface ConsumeOptions extends PeekOptions {
   /** Units this call consumes. Default: the policy's `cost` (1). */
   cost?: number
 }
@@ -101,7 +114,7 @@ export interface RateLimiter {
   /** Waits, first-in first-out with this process's other waiters on the key, until admitted. */
   acquire(key: KeyInput, options?: AcquireOptions): Promise<Decision>
   /** The decision one unit would get now, without consuming anything. */
-  peek(key: KeyInput): Promise<Decision>
+  peek(key: KeyInput, options?: PeekOptions): Promise<Decision>
   /** Forgets every unit of the key. */
   reset(key: KeyInput): Promise<void>
   stats(): LimiterStats
@@ -150,20 +163,25 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const tier = local && createLocalTier(leasable ? local : { ...local, lease: false }, first, store)
 
   const keyNames = policies.map(policyKeyName)
-  /** The windows a key input counts in: one per policy, with its store key. */
-  const windowsOf = (input: KeyInput): Window[] =>
+  const policyNames = policies.map((p) => p.name)
+  /** The windows a key input counts in: one per policy, with its store key and this call's limit. */
+  const windowsOf = (input: KeyInput, limits: readonly number[] | undefined): Window[] =>
     policies.map((policy, i) => {
       const tenantOnly = policy.scope === 'tenant' && typeof input === 'object' && input !== null
-      return { policy, key: buildKey(keyNames[i] as string, tenantOnly ? { tenant: input.tenant } : input) }
+      const key = buildKey(keyNames[i] as string, tenantOnly ? { tenant: input.tenant } : input)
+      return { policy, key, limit: limits ? (limits[i] as number) : policy.limit }
     })
   const idOf = (windows: readonly Window[]) =>
     windows.length === 1 ? (windows[0] as Window).key : windows.map((w) => w.key).join(' ')
   const keyOf = (windows: readonly Window[]) => (windows[0] as Window).key
+  /** What a local answer was made under: a cached denial or a lease serves only calls with the same limits. */
+  const limitsTag = (windows: readonly Window[]): number | string =>
+    windows.length === 1 ? (windows[0] as Window).limit : windows.map((w) => w.limit).join(',')
 
   const requestsOf = (windows: readonly Window[], cost: number): WindowRequest[] =>
-    windows.map(({ policy, key }) => ({
+    windows.map(({ policy, key, limit }) => ({
       key,
-      limit: policy.limit,
+      limit,
       windowMs: policy.window,
       cost,
       ...(policy.buckets !== undefined && { buckets: policy.buckets }),
@@ -191,57 +209,84 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
   async function decide(windows: readonly Window[], cost: number): Promise<Decision> {
     const id = idOf(windows)
+    const tag = limitsTag(windows)
     tier?.observe(id, cost)
     for (;;) {
-      const hit = tier?.tryLocal(id, cost)
+      const hit = tier?.tryLocal(id, cost, tag)
       if (hit) return count(hit)
       const pending = leasing.get(id)
       if (!pending) break
       await pending.catch(() => {})
     }
-    const plan = store.lease ? tier?.leasePlan(id, cost) : undefined
+    const plan = store.lease ? tier?.leasePlan(id, cost, (windows[0] as Window).limit) : undefined
     const sentAt = tier?.now() ?? 0
     let decision: Decision
     try {
       if (plan) {
-        const call = leaseFor(id, keyOf(windows), cost, plan, sentAt)
+        const call = leaseFor(id, windows[0] as Window, cost, plan, sentAt)
         leasing.set(id, call)
         decision = await call.finally(() => leasing.delete(id))
       } else decision = await consume(windows, cost)
     } catch (error) {
       return degrade(windows, cost, error)
     }
-    tier?.remember(id, cost, decision, sentAt)
+    tier?.remember(id, cost, decision, sentAt, tag)
     return count(decision)
   }
 
   async function consume(windows: readonly Window[], cost: number): Promise<Decision> {
     const results = await caller.ask(keyOf(windows), (deadline) => store.consume(requestsOf(windows, cost), deadline))
-    return combine(results.map((result, i) => toDecision(result, 'store', (windows[i] as Window).policy)))
+    return combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
   }
+
+  const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
 
   /** One store call reserves `size` units; this call takes `cost` of them, the local tier keeps the rest. */
   async function leaseFor(
     id: string,
-    key: string,
+    window: Window,
     cost: number,
     { size, ttlMs }: { size: number; ttlMs: number },
     sentAt: number,
   ): Promise<Decision> {
-    const { limit, window: windowMs } = first
-    const request = { key, limit, windowMs, want: size, min: cost, waitFor: size, ttlMs }
+    const { key, limit } = window
+    const request = { key, limit, windowMs: first.window, want: size, min: cost, waitFor: size, ttlMs }
     const lease = store.lease as NonNullable<Store['lease']>
     const result = await caller.ask(key, (deadline) => lease(request, deadline))
     const { granted } = result.lease
-    if (granted === 0) return toDecision(result, 'store', first)
-    tier?.addLease(id, key, result, ttlMs, sentAt, cost)
-    return toDecision({ ...result, remaining: result.remaining + granted - cost }, 'store', first)
+    if (granted === 0) return decisionOf(result, window)
+    tier?.addLease(id, key, result, ttlMs, sentAt, cost, limit)
+    return decisionOf({ ...result, remaining: result.remaining + granted - cost }, window)
   }
 
-  function resolveCost(options: ConsumeOptions | undefined, accepted: readonly string[]): number {
-    if (options === undefined) return defaultCost
+  /** A call's limits, one per policy, or undefined for the policies' own. */
+  function resolveLimits(value: unknown): readonly number[] | undefined {
+    if (value === undefined) return undefined
+    if (typeof value === 'number' && policies.length === 1) return [checkInteger(value, 'limit', 1, MAX_LIMIT)]
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new OptionError(
+        'limit',
+        value,
+        policies.length === 1
+          ? `a whole number from 1 to ${MAX_LIMIT}`
+          : `a map from policy name (${policyNames.join(', ')}) to limit: this limiter has several policies`,
+      )
+    }
+    checkOptionNames(value, 'limit', policyNames)
+    const byName = value as Record<string, unknown>
+    return policies.map((p) =>
+      byName[p.name] === undefined ? p.limit : checkInteger(byName[p.name], `limit.${p.name}`, 1, MAX_LIMIT),
+    )
+  }
+
+  /** A call's windows and cost; the cost must fit in each of its limits. */
+  function resolveCall(key: KeyInput, options: ConsumeOptions | undefined, accepted: readonly string[]) {
+    if (options === undefined) return { windows: windowsOf(key, undefined), cost: defaultCost }
     checkOptionNames(options, 'options', accepted)
-    return options.cost === undefined ? defaultCost : config.checkCost(options.cost)
+    const limits = resolveLimits(options.limit)
+    const cost = options.cost === undefined ? defaultCost : config.checkCost(options.cost)
+    if (limits) checkCost(cost, 'cost', Math.min(...limits))
+    return { windows: windowsOf(key, limits), cost }
   }
 
   const acquireInQueue = createAcquireQueue(decide, { maxQueue: config.maxQueue })
@@ -253,11 +298,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return servers?.state
     },
     async consume(key, options) {
-      const cost = resolveCost(options, ['cost'])
-      return decide(windowsOf(key), cost)
+      const { windows, cost } = resolveCall(key, options, ['cost', 'limit'])
+      return decide(windows, cost)
     },
     async acquire(key, options) {
-      const cost = resolveCost(options, ['cost', 'maxWaitMs', 'signal'])
+      const { windows, cost } = resolveCall(key, options, ['cost', 'limit', 'maxWaitMs', 'signal'])
       const maxWait = options?.maxWaitMs
       const maxWaitMs =
         maxWait === undefined || maxWait === Number.POSITIVE_INFINITY
@@ -267,20 +312,22 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       if (signal !== undefined && !(signal instanceof AbortSignal)) {
         throw new OptionError('signal', signal, 'an AbortSignal')
       }
-      const windows = windowsOf(key)
-      return acquireInQueue(idOf(windows), windows, cost, maxWaitMs, signal)
+      // One queue per key and limits: its batches share what the store reported under those limits.
+      const id = options?.limit === undefined ? idOf(windows) : `${idOf(windows)}#${limitsTag(windows)}`
+      return acquireInQueue(id, windows, cost, maxWaitMs, signal)
     },
-    async peek(key) {
-      const windows = windowsOf(key)
+    async peek(key, options) {
+      if (options !== undefined) checkOptionNames(options, 'options', ['limit'])
+      const windows = windowsOf(key, resolveLimits(options?.limit))
       const results = await caller
         .ask(keyOf(windows), () => store.peek(requestsOf(windows, 1)))
         .catch((error: unknown) => {
           throw caller.failure(error, keyOf(windows))
         })
-      return combine(results.map((result, i) => toDecision(result, 'store', (windows[i] as Window).policy)))
+      return combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
     },
     async reset(key) {
-      const windows = windowsOf(key)
+      const windows = windowsOf(key, undefined)
       tier?.forget(idOf(windows))
       await Promise.all(windows.flatMap(({ key }) => [store.reset(key), degraded.reset(key)]))
     },

@@ -37,9 +37,10 @@ export interface LocalCounters {
 }
 
 interface DenyEntry {
-  /** Local time until which the store's answer stands, the cost it was for, and the answer. */
+  /** Local time until which the store's answer stands, the cost and limits it was for, and the answer. */
   readonly until: number
   readonly cost: number
+  readonly limits: Limits
   readonly decision: Decision
   readonly at: number
 }
@@ -47,6 +48,8 @@ interface DenyEntry {
 interface LeaseEntry {
   readonly storeKey: string
   readonly lease: Lease
+  /** The limit it was granted under: it serves calls under that limit only. */
+  readonly limit: number
   readonly expiresAt: number
   /** The window's remaining units and reset just after the lease, and when that was. */
   readonly remaining: number
@@ -56,17 +59,32 @@ interface LeaseEntry {
   timer: ReturnType<typeof setTimeout> | undefined
 }
 
+/**
+ * The limits a call is decided under (its limit, or its policies' limits joined): a local answer made under
+ * some limits serves only calls under the same ones, so a tenant whose plan differs is never answered from
+ * another plan's denial or lease.
+ */
+export type Limits = number | string
+
 export interface LocalTier {
   /** Notes a call, for the rate that sizes leases. */
   observe(id: string, cost: number): void
   /** A decision made here, with no store call, or undefined when the store must decide. */
-  tryLocal(id: string, cost: number): Decision | undefined
-  /** The lease worth asking for now, or undefined to ask for this call alone. */
-  leasePlan(id: string, cost: number): { readonly size: number; readonly ttlMs: number } | undefined
-  /** Learns from a store decision asked at `sentAt` (local time). */
-  remember(id: string, cost: number, decision: Decision, sentAt: number): void
-  /** Takes a granted lease of `ttlMs`; `cost` of its units were admitted by the call that asked. */
-  addLease(id: string, storeKey: string, result: LeaseResult, ttlMs: number, sentAt: number, cost: number): void
+  tryLocal(id: string, cost: number, limits: Limits): Decision | undefined
+  /** The lease worth asking for now under `limit`, or undefined to ask for this call alone. */
+  leasePlan(id: string, cost: number, limit: number): { readonly size: number; readonly ttlMs: number } | undefined
+  /** Learns from a store decision asked at `sentAt` (local time) under `limits`. */
+  remember(id: string, cost: number, decision: Decision, sentAt: number, limits: Limits): void
+  /** Takes a granted lease of `ttlMs` under `limit`; `cost` of its units were admitted by the call that asked. */
+  addLease(
+    id: string,
+    storeKey: string,
+    result: LeaseResult,
+    ttlMs: number,
+    sentAt: number,
+    cost: number,
+    limit: number,
+  ): void
   forget(id: string): void
   readonly now: () => number
   /** What this tier counted so far. */
@@ -112,11 +130,10 @@ export function resolveLocal(value: unknown, limit: number, windowMs: number) {
  */
 export function createLocalTier(
   config: NonNullable<ReturnType<typeof resolveLocal>>,
-  policy: { readonly limit: number; readonly name: string },
+  policy: { readonly name: string },
   store: Store,
 ): LocalTier {
   const counters = noLocalCounts()
-  const { limit } = policy
   const now = () => performance.now()
   const denials = new Map<string, DenyEntry>()
   const leases = new Map<string, LeaseEntry>()
@@ -170,20 +187,21 @@ export function createLocalTier(
       previous.units = previous.units * Math.exp(-(at - previous.at) / RATE_HORIZON_MS) + cost
       previous.at = at
     },
-    tryLocal(id, cost) {
+    tryLocal(id, cost, limits) {
       const at = now()
       const lease = leases.get(id)
-      if (lease && at < lease.expiresAt && lease.lease.granted - lease.used >= cost) {
+      if (lease && lease.limit === limits && at < lease.expiresAt && lease.lease.granted - lease.used >= cost) {
         lease.used += cost
         counters.leaseUsedUnits += cost
         counters.localHits++
         const remaining = lease.remaining + lease.lease.granted - lease.used
         const resetMs = Math.max(0, Math.ceil(lease.resetMs - (at - lease.at)))
+        const { limit } = lease
         return { allowed: true, limit, remaining, retryAfterMs: 0, resetMs, source: 'local', policy: policy.name }
       }
       const denial = denials.get(id)
       if (denial) {
-        if (at < denial.until && cost >= denial.cost) {
+        if (at < denial.until && cost >= denial.cost && denial.limits === limits) {
           counters.localHits++
           return { ...age(denial.decision, at - denial.at), source: 'local' }
         }
@@ -191,7 +209,7 @@ export function createLocalTier(
       }
       return undefined
     },
-    leasePlan(id, cost) {
+    leasePlan(id, cost, limit) {
       if (config.lease === false) return undefined
       if (config.lease !== 'auto')
         return config.lease > cost ? { size: config.lease, ttlMs: config.leaseTtlMs } : undefined
@@ -209,14 +227,15 @@ export function createLocalTier(
         : config.leaseTtlMs
       return size > cost ? { size, ttlMs } : undefined
     },
-    remember(id, cost, decision, sentAt) {
+    remember(id, cost, decision, sentAt, limits) {
       if (decision.allowed || decision.retryAfterMs <= 0) return
       const rate = rates.get(id)
       if (rate) rate.deniedAt = sentAt
       if (config.denyCacheSize === 0) return
-      touch(denials, id, { until: sentAt + decision.retryAfterMs, cost, decision, at: sentAt }, config.denyCacheSize)
+      const entry = { until: sentAt + decision.retryAfterMs, cost, limits, decision, at: sentAt }
+      touch(denials, id, entry, config.denyCacheSize)
     },
-    addLease(id, storeKey, result, ttlMs, sentAt, cost) {
+    addLease(id, storeKey, result, ttlMs, sentAt, cost, limit) {
       const previous = leases.get(id)
       if (previous) expire(id, previous)
       const { lease } = result
@@ -225,6 +244,7 @@ export function createLocalTier(
       const entry: LeaseEntry = {
         storeKey,
         lease,
+        limit,
         // Measured from when the lease was asked for: the store granted it no earlier, so no unit is
         // used after the score it was recorded with.
         expiresAt: sentAt + ttlMs,

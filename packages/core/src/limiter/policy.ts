@@ -69,7 +69,8 @@ export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
 }
 export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
 
-const MAX_LIMIT = 1_000_000_000
+/** The largest limit a policy (or a call) may name. */
+export const MAX_LIMIT = 1_000_000_000
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 /** A call's cost: a whole number from 1 to the limit. A call's work does not grow with it, in any store. */
