@@ -1,4 +1,4 @@
-import type { Policy } from '@fleetlimit/core'
+import type { Decision, Policy } from '@fleetlimit/core'
 import type { HttpRateLimitOptions } from '@fleetlimit/core/http'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
@@ -35,6 +35,8 @@ export interface AppSpec {
   readonly tenantFromQuery?: boolean
   /** Express and Koa: use one middleware instance both at app level and inside the /api router. */
   readonly sameMiddlewareTwice?: boolean
+  /** Each route answers `{"rateLimit": …}`: the decision its handler reads off the request (null when unset). */
+  readonly echoDecision?: boolean
 }
 
 export interface TestApp {
@@ -48,6 +50,10 @@ export interface Flavour {
 }
 
 const OK = '{"ok":true}'
+
+/** A handler's answer: {"ok":true}, or the decision it was handed when the spec asks for it. */
+const answer = (spec: AppSpec, decision: Decision | undefined) =>
+  spec.echoDecision ? { rateLimit: decision ?? null } : { ok: true }
 
 function routeOptions(route: AppSpec['route']) {
   if (route === undefined || route === false) return undefined
@@ -70,8 +76,8 @@ function expressFlavour(name: string, express: typeof express5): Flavour {
       const options = shared<Request>(spec, (req) => String(req.query.t))
       const perRoute = routeOptions(spec.route)
       const limit = () => (perRoute ? [expressRateLimit({ ...options, ...perRoute })] : [])
-      const ok = (_req: Request, res: express5.Response) => {
-        res.type('application/json').send(OK)
+      const ok = (req: Request, res: express5.Response) => {
+        res.type('application/json').send(spec.echoDecision ? JSON.stringify(answer(spec, req.rateLimit)) : OK)
       }
       const appLimit = spec.app && expressRateLimit({ ...options, policy: spec.app })
       if (appLimit) app.use(appLimit)
@@ -99,7 +105,7 @@ function koaFlavour(name: string, Koa: typeof Koa3): Flavour {
       const perRoute = routeOptions(spec.route)
       const limit = () => (perRoute ? [koaRateLimit({ ...options, ...perRoute })] : [])
       const ok = (ctx: Context) => {
-        ctx.body = { ok: true }
+        ctx.body = answer(spec, ctx.state.rateLimit)
       }
       const appLimit = spec.app && koaRateLimit({ ...options, policy: spec.app })
       if (appLimit) app.use(appLimit)
@@ -126,17 +132,18 @@ const fastifyFlavour: Flavour = {
       ...(spec.app && { policy: spec.app }),
     })
     const config = spec.route === undefined ? {} : { config: { rateLimit: spec.route } }
-    app.get('/users/:id', config, async () => ({ ok: true }))
-    app.get('/search', config, async () => ({ ok: true }))
+    const ok = async (req: FastifyRequest) => answer(spec, req.rateLimit)
+    app.get('/users/:id', config, ok)
+    app.get('/search', config, ok)
     await app.register(
       async (api) => {
-        api.get('/items/:id', config, async () => ({ ok: true }))
+        api.get('/items/:id', config, ok)
       },
       { prefix: '/api' },
     )
     await app.register(
       async (users) => {
-        users.get('/posts', config, async () => ({ ok: true }))
+        users.get('/posts', config, ok)
       },
       { prefix: '/users/:uid' },
     )

@@ -1,6 +1,16 @@
+import type { Decision } from '@fleetlimit/core'
 import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core/http'
 import type { Request, RequestHandler } from 'express'
 import { createRoutePatterns } from './route-pattern.js'
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The limiter's decision on this request (with several policies, each in `policies`); unset when none was made. */
+      rateLimit?: Decision
+    }
+  }
+}
 
 export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>
 
@@ -40,6 +50,8 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
 
   return (req, res, next) => {
     http.handle(req, describe(req)).then((outcome) => {
+      // Stacked limiters (app-wide, then per route): the last one to decide sets it.
+      if (outcome.decision) req.rateLimit = outcome.decision
       if (outcome.action === 'next') {
         for (const [name, value] of Object.entries(outcome.headers)) res.setHeader(name, value)
         next()

@@ -1,1 +1,1 @@
-export { type FastifyRateLimitOptions, type RouteRateLimit, rateLimit } from './rate-limit.js'
+export { type FastifyRateLimitOptions, type RateLimitHook, type RouteRateLimit, rateLimit } from './rate-limit.js'

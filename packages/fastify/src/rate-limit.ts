@@ -1,4 +1,4 @@
-import type { Policy, PolicyOptions } from '@fleetlimit/core'
+import { type Decision, OptionError, type Policy, type PolicyOptions } from '@fleetlimit/core'
 import {
   createHttpLimiter,
   type HttpLimiter,
@@ -7,7 +7,7 @@ import {
   type RequestInfo,
   withoutLimitSource,
 } from '@fleetlimit/core/http'
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
 /** A route's `config.rateLimit`: its own policy (or policies) instead of the plugin's, or false for none. */
@@ -17,10 +17,26 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     rateLimit?: RouteRateLimit
   }
+  interface FastifyRequest {
+    /** The limiter's decision on this request (with several policies, each in `policies`); unset when none was made. */
+    rateLimit?: Decision
+  }
 }
 
+/** The request hook the plugin limits in. */
+export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler'
+
+const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandler']
+
 /** The plugin's options; without a limit, only routes with `config.rateLimit` are limited. */
-export type FastifyRateLimitOptions = HttpRateLimitOptions<FastifyRequest>
+export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyRequest> {
+  /**
+   * Where requests are limited. Default 'onRequest': before the body is read. 'preValidation' or 'preHandler'
+   * run after hooks registered before the plugin in that stage or earlier (an auth hook setting `request.user`
+   * for `tenant`), and after the body is read and parsed.
+   */
+  hook?: RateLimitHook
+}
 
 const FASTIFY = {
   name: 'Fastify',
@@ -50,7 +66,10 @@ function trustsAnyPeer(request: FastifyRequest): boolean {
   }
 }
 
-const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
+const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, { hook = 'onRequest', ...options }) => {
+  if (!HOOKS.includes(hook)) {
+    throw new OptionError('hook', hook, `one of ${HOOKS.map((h) => JSON.stringify(h)).join(', ')}`)
+  }
   // One set of one-time warnings for the plugin's own policy and every route's.
   const warned = new Set<string>()
   const global = hasLimitSource(options) ? createHttpLimiter<FastifyRequest>(options, FASTIFY, warned) : undefined
@@ -92,16 +111,22 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
     if (config !== undefined && config !== false) routeLimiter(config)
   })
 
-  fastify.addHook('onRequest', async (request, reply) => {
+  // Declared, so that every request has the same shape; a second registration of the plugin shares it.
+  if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined)
+
+  async function limit(request: FastifyRequest, reply: FastifyReply) {
     const config = request.routeOptions.config.rateLimit
     if (config === false) return
     const http = config === undefined ? global : routeLimiter(config)
     if (!http) return
     const outcome = await http.handle(request, describe(request, config !== undefined))
+    // Stacked registrations (say one per IP onRequest, one per user preHandler): the last one to decide sets it.
+    if (outcome.decision) request.rateLimit = outcome.decision
     reply.headers(outcome.headers)
     // A Buffer, so Fastify adds no charset to the content type: the same bytes as the other adapters.
     if (outcome.action === 'respond') return reply.code(outcome.status).send(Buffer.from(outcome.body))
-  })
+  }
+  fastify.addHook(hook, limit)
 }
 
 /**

@@ -1,1 +1,1 @@
-export { type KoaRateLimitOptions, rateLimit } from './rate-limit.js'
+export { type KoaRateLimitOptions, type KoaRateLimitState, rateLimit } from './rate-limit.js'

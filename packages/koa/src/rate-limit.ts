@@ -1,5 +1,16 @@
+import type { Decision } from '@fleetlimit/core'
 import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core/http'
 import type { Context, Middleware } from 'koa'
+
+/** What the middleware puts in `ctx.state`: for apps that type their state themselves (`Koa<MyState & KoaRateLimitState>`). */
+export interface KoaRateLimitState {
+  /** The limiter's decision on this request (with several policies, each in `policies`); unset when none was made. */
+  rateLimit?: Decision
+}
+
+declare module 'koa' {
+  interface DefaultState extends KoaRateLimitState {}
+}
 
 export type KoaRateLimitOptions = HttpRateLimitOptions<Context>
 
@@ -50,6 +61,8 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
   const http = createHttpLimiter<Context>(options, KOA)
   return async (ctx, next) => {
     const outcome = await http.handle(ctx, describe(ctx))
+    // Stacked limiters (app-wide, then per route): the last one to decide sets it.
+    if (outcome.decision) ctx.state.rateLimit = outcome.decision
     ctx.set(outcome.headers)
     if (outcome.action === 'next') return next()
     ctx.status = outcome.status
