@@ -117,12 +117,14 @@ export interface BenchmarkRow {
 
 async function redisBenchmark(port: number, sha: string, requests: number, pipeline: number): Promise<BenchmarkRow> {
   const clients = 50
-  // As redisStore calls it: KEYS[1] the key; ARGV op ('c': consume), cost, deadline (0: none), limit, window (ms).
+  // As redisStore calls it: KEYS[1] the key; ARGV op ('c': consume), cost, deadline (0: none), limit, window (ms),
+  // flags ('0': no block).
   const { stdout } = await promisify(execFile)('redis-benchmark', [
     ...['-h', '127.0.0.1', '-p', String(port), '-c', String(clients), '-n', String(requests)],
     ...['-P', String(pipeline), '--csv'],
     ...['EVALSHA', sha, '1', 'fleetlimit:bench~sl2-60000:{redis-benchmark}', 'c', '1', '0', String(LIMIT)],
     String(WINDOW_MS),
+    '0',
   ])
   const line = stdout.trim().split('\n').at(-1) ?? ''
   const perSecond = Number(JSON.parse(`[${line}]`)[1])

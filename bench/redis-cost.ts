@@ -83,13 +83,15 @@ const median = (values: readonly number[]) => {
   return sorted[Math.floor(sorted.length / 2)] ?? 0
 }
 
-// As redisStore calls the script: KEYS[1], then ARGV op ('c': consume), cost, deadline (0: none), limit, window.
+// As redisStore calls the script: KEYS[1], then ARGV op ('c': consume), cost, deadline (0: none), limit, window,
+// flags ('0': no block).
 const consumeArgs = (limit: number, windowMs: number, cost = 1) => [
   'c',
   String(cost),
   '0',
   String(limit),
   String(windowMs),
+  '0',
 ]
 const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl2-${windowMs}:{${key}}`
 

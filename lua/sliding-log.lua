@@ -2,32 +2,40 @@
 -- sliding-log.lua: every sliding-window-log operation, atomic, on one or more keys (one per policy).
 --
 -- KEYS[i]     window i's log (format below); the keys of one call share the tenant's hash tag
--- ARGV[1]     op        'c' consume: record `units` in every window, or in none if one lacks room
+-- ARGV[1]     op        'c' consume: record `units` in every enforced window, or in none if one lacks room
 --                       'p' peek: decide for `units`, record nothing
 --                       'l' lease: reserve between `min` and `units` units of KEYS[1] (see below)
---                       'r' release: remove `units` units recorded at ARGV[4] from KEYS[1]
--- ARGV[2]     units     the cost (c, p), the most units to reserve (l), the units to remove (r)
+--                       'r' release: remove `units` units recorded at a given time from each key
+--                       'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
+-- ARGV[2]     units     the cost (c, p), the most units to reserve (l), the units to remove (r), the ms (z)
 -- ARGV[3]     deadline  server time in µs after which nothing is recorded; 0 for none
--- ARGV[2+2i]  limit     of window i, a positive integer            (c, p, l)
--- ARGV[3+2i]  window    of window i, in ms, a positive integer     (c, p, l)
--- ARGV[6..8]  (l only)  min (the fewest units worth it), waitFor (on denial, the wait reported is until this
+-- ARGV[1+3i]  limit     of window i, a positive integer                                   (c, p, l, z)
+-- ARGV[2+3i]  window    of window i, in ms, a positive integer                            (c, p, l, z)
+-- ARGV[3+3i]  flags     of window i: '0'; or its block in ms (once denied, the key is held that long); either
+--                       after an 's' for a shadow window (several windows only: see below) (c, p, l, z)
+-- ARGV[7..9]  (l only)  min (the fewest units worth it), waitFor (on denial, the wait reported is until this
 --                       many fit), ttl (ms: the lease's units may be used until now + ttl)
--- ARGV[4..5]  (r only)  the time the units were recorded at (server µs: a reply's recordedUs), and the window in ms
+-- ARGV[2+2i], ARGV[3+2i]  (r only) the time key i's units were recorded at (server µs: a reply's recordedUs),
+--                       and its window in ms
 --
--- Reply: one binary string, big-endian: '>bdI4', then '>bI4I6I6d' per window (none for 'r', nor past the deadline)
---   status      1 admitted (granted, released) everywhere; 0 denied (nothing released); -1 past the deadline
+-- Reply: one binary string, big-endian: '>bdI4', then '>bI4I6I6d' per window (none for 'r' and 'z', nor past
+-- the deadline)
+--   status      1 admitted (granted, released, held) everywhere it is enforced; 0 denied (nothing released);
+--               -1 past the deadline
 --   nowUs       the server time of the decision, in µs (a double)
---   units       units recorded (c, l) or removed (r); 0 when none
+--   units       units recorded (c, l) or removed (r: the most removed from one key); 0 when none
 --   then for each window i: allowed_i (it alone has room), remaining_i (units left after this call),
---   retryAfterMs_i (0 when it has room; else the exact wait, rounded up, until the cost fits: for a lease,
---   until `waitFor` fits), resetMs_i (until the window holds no unit of the key; 0 when empty), recordedUs_i
---   (the time this call's units were recorded at, in µs, which a release names; 0 when none were)
+--   retryAfterMs_i (0 when it has room; else the exact wait, rounded up, until the cost fits and the key is not
+--   held: for a lease, until `waitFor` fits), resetMs_i (until the window holds no unit of the key; 0 when
+--   empty), recordedUs_i (the time this call's units were recorded at, in µs, which a release names; 0 when
+--   none were)
 --
 -- The log. A string: entries of 10 bytes ('>I6I4': time in µs since the log's base, and the running total of
--- units through this entry, modulo 2^32), oldest first, then a 77-byte header:
---   '>dI4I4I4I4I6I6B' base (server µs), n (entries), head (entries before it are out of every window), cum0
+-- units through this entry, modulo 2^32), oldest first, then an 85-byte header:
+--   '>dI4I4I4I4I6I6dB' base (server µs), n (entries), head (entries before it are out of every window), cum0
 --   (running total before head), total (running total through the newest entry), newest (its time), expires
---   (when the key's TTL ends, as last set), kc (cached entries), then 4 cached entries: copies of head..head+kc-1.
+--   (when the key's TTL ends, as last set), hold (server µs until which every call is denied: a block or a
+--   pause; 0 for none), kc (cached entries), then 4 cached entries: copies of head..head+kc-1.
 -- One GETRANGE of the header answers a hot key's denial; an admission writes its entry and the header with one
 -- SETRANGE. An entry's units are interchangeable, so calls in the same microsecond share one entry, and work per
 -- call does not grow with its cost. The window's units are total - (running total before the first live entry);
@@ -36,18 +44,28 @@
 -- made while such a lease is out is recorded at that time too, counting a little longer than it needs (never
 -- shorter), so entries stay in time order and the window never holds more than the limit.
 -- Entries out of the window are skipped by `head` and dropped by a rewrite once they outnumber the live ones.
--- The key's TTL is set one window beyond the newest entry's exit, so PEXPIRE runs once a window, not per call.
+-- The key's TTL is set one window beyond the newest entry's exit (and past its hold), so PEXPIRE runs once a
+-- window, not per call. A held key with no entry is a header alone (n = 0).
+--
+-- Holds: a window with a block is held for that long when it denies a consume for lack of room (a denial
+-- because of a hold does not extend it); 'z' holds keys for a pause, extending a shorter hold, never shortening
+-- one. A held key denies consumes, peeks and leases, with the wait until the hold ends (or until the cost fits,
+-- if later).
+-- Shadow windows (a call of several): their decision is made and reported, but the call's admission depends on
+-- the enforced windows only; a shadow window records the call's units when the call is admitted and it has room
+-- itself, as it would if it were enforced.
 --
 -- The server's clock decides (TIME): clock skew between application servers cannot widen a window.
 -- A denial records nothing; a call past its deadline records nothing (its caller gave up).
 -- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
 -- maxmemory, as it refuses any write, instead of letting its writes through.
 
-local E, H, K = 10, 77, 4
-local HEADER = '>dI4I4I4I4I6I6BI6I4I6I4I6I4I6I4'
+local E, H, K = 10, 85, 4
+local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 local ENTRY = '>I6I4'
 -- An entry and the header after it: what an admission writes.
-local ENTRY_HEADER = '>I6I4dI4I4I4I4I6I6BI6I4I6I4I6I4I6I4'
+local ENTRY_HEADER = '>I6I4dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
+local REPLY = '>bdI4bI4I6I6d'
 local M32 = 4294967296
 -- A log's times are µs since its base in 6 bytes; past this age, a rewrite moves the base.
 local REBASE_AFTER = 2 ^ 46
@@ -67,120 +85,122 @@ if deadline > 0 and now > deadline then
   return pack('>bdI4', -1, now, 0)
 end
 
--- One window, consume or peek: the common call, answered in straight-line code from the header (and, when the
--- cached entries have all left the window, one read of the next few). Anything rarer (a rewrite due, a wait beyond
--- the cached entries, no live entry in that read) falls through to the general code below, which reads the header
--- again and handles every case; nothing is written before it does.
+-- One window, consume or peek, on a key not held: the common call, answered in straight-line code from the
+-- header (and, when the cached entries have all left the window, one read of the next few). Anything rarer (a
+-- hold, a block due, a rewrite due, a wait beyond the cached entries, no live entry in that read) falls through
+-- to the general code below, which reads the header again and handles every case; nothing is written before.
 if #KEYS == 1 and (op == 'c' or op == 'p') then
-  local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5]) * 1000
-  local raw = redis.call('GETRANGE', key, '-77', '-1')
-  local base, n, head, cum0, total, newest, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4
+  local key, limit, window, flags = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5]) * 1000, ARGV[6]
+  local raw = redis.call('GETRANGE', key, '-85', '-1')
+  local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4
   local rel, edge
-  if #raw == H then
-    base, n, head, cum0, total, newest, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
+  local exists = #raw == H
+  if exists then
+    base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
     rel = now - base
     edge = rel - window
   end
-  if #raw ~= H or newest <= edge then
-    -- A new key, or one whose entries have all left the window: it starts anew.
+  if not exists or (hold <= now and (n == 0 or newest <= edge)) then
+    -- A new key, or one with no hold whose entries have all left the window: it starts anew.
     if op == 'p' then
-      return pack('>bdI4bI4I6I6d', 1, now, 0, 1, limit, 0, 0, 0)
+      return pack(REPLY, 1, now, 0, 1, limit, 0, 0, 0)
     end
     local total1 = units % M32
     local ttl = ceil(2 * window / 1000)
-    redis.call('SET', key, pack(ENTRY_HEADER, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 1, 0, total1,
+    redis.call('SET', key, pack(ENTRY_HEADER, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1,
       0, 0, 0, 0, 0, 0))
     redis.call('PEXPIRE', key, format('%d', ttl))
-    return pack('>bdI4bI4I6I6d', 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
+    return pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
   end
-  -- The head moves past cached entries that have left the window; with none left, the next few are read.
-  while kc > 0 and t1 <= edge do
-    head, cum0, kc = head + 1, c1, kc - 1
-    t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
-  end
-  local fast = true
-  if kc == 0 then
-    local count = math.min(2 * K, n - head)
-    local chunk = redis.call('GETRANGE', key, format('%d', head * E), format('%d', (head + count) * E - 1))
-    local pos, t, c = 1, nil, nil
-    for _ = 1, count do
-      t, c, pos = unpack(ENTRY, chunk, pos)
-      if kc == 0 and t <= edge then
-        head, cum0 = head + 1, c
-      elseif kc == 0 then
-        t1, c1, kc = t, c, 1
-      elseif kc == 1 then
-        t2, c2, kc = t, c, 2
-      elseif kc == 2 then
-        t3, c3, kc = t, c, 3
-      else
-        t4, c4, kc = t, c, 4
-        break
-      end
+  if hold <= now then
+    -- The head moves past cached entries that have left the window; with none left, the next few are read.
+    while kc > 0 and t1 <= edge do
+      head, cum0, kc = head + 1, c1, kc - 1
+      t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
     end
-    fast = kc > 0
-  end
-  local used = (total - cum0) % M32
-  if fast and used + units <= limit then
-    if op == 'p' then
-      local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
-      return pack('>bdI4bI4I6I6d', 1, now, 0, 1, limit - used, 0, reset, 0)
-    end
-    if not ((head >= 64 and head * 2 > n) or rel > REBASE_AFTER) then
-      local ts = math.max(rel, newest)
-      total = (total + units) % M32
-      if ts == newest then
-        if head + kc == n then
-          if kc == 1 then
-            c1 = total
-          elseif kc == 2 then
-            c2 = total
-          elseif kc == 3 then
-            c3 = total
-          else
-            c4 = total
-          end
+    local fast = true
+    if kc == 0 then
+      local count = math.min(2 * K, n - head)
+      local chunk = redis.call('GETRANGE', key, format('%d', head * E), format('%d', (head + count) * E - 1))
+      local pos, t, c = 1, nil, nil
+      for _ = 1, count do
+        t, c, pos = unpack(ENTRY, chunk, pos)
+        if kc == 0 and t <= edge then
+          head, cum0 = head + 1, c
+        elseif kc == 0 then
+          t1, c1, kc = t, c, 1
+        elseif kc == 1 then
+          t2, c2, kc = t, c, 2
+        elseif kc == 2 then
+          t3, c3, kc = t, c, 3
+        else
+          t4, c4, kc = t, c, 4
+          break
         end
-      else
-        if head + kc == n and kc < K then
-          kc = kc + 1
-          if kc == 1 then
-            t1, c1 = ts, total
-          elseif kc == 2 then
-            t2, c2 = ts, total
-          elseif kc == 3 then
-            t3, c3 = ts, total
-          else
-            t4, c4 = ts, total
+      end
+      fast = kc > 0
+    end
+    local used = (total - cum0) % M32
+    if fast and used + units <= limit then
+      if op == 'p' then
+        local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+        return pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
+      end
+      if not ((head >= 64 and head * 2 > n) or rel > REBASE_AFTER) then
+        local ts = math.max(rel, newest)
+        total = (total + units) % M32
+        if ts == newest then
+          if head + kc == n then
+            if kc == 1 then
+              c1 = total
+            elseif kc == 2 then
+              c2 = total
+            elseif kc == 3 then
+              c3 = total
+            else
+              c4 = total
+            end
           end
+        else
+          if head + kc == n and kc < K then
+            kc = kc + 1
+            if kc == 1 then
+              t1, c1 = ts, total
+            elseif kc == 2 then
+              t2, c2 = ts, total
+            elseif kc == 3 then
+              t3, c3 = ts, total
+            else
+              t4, c4 = ts, total
+            end
+          end
+          n = n + 1
         end
-        n = n + 1
+        if expires < ts + window then
+          local ttl = ceil((ts + 2 * window - rel) / 1000)
+          expires = rel + ttl * 1000
+          redis.call('PEXPIRE', key, format('%d', ttl))
+        end
+        redis.call('SETRANGE', key, format('%d', (n - 1) * E), pack(ENTRY_HEADER, ts, total, base, n, head, cum0,
+          total, ts, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
+        return pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
       end
-      if expires < ts + window then
-        local ttl = ceil((ts + 2 * window - rel) / 1000)
-        expires = rel + ttl * 1000
-        redis.call('PEXPIRE', key, format('%d', ttl))
+    elseif fast and (op == 'p' or flags == '0') then
+      -- Denied (and no block due): the entry that holds the (used + units - limit)-th oldest unit must leave first.
+      local nth, at = used + units - limit, nil
+      if kc >= 1 and (c1 - cum0) % M32 >= nth then
+        at = t1
+      elseif kc >= 2 and (c2 - cum0) % M32 >= nth then
+        at = t2
+      elseif kc >= 3 and (c3 - cum0) % M32 >= nth then
+        at = t3
+      elseif kc >= 4 and (c4 - cum0) % M32 >= nth then
+        at = t4
       end
-      redis.call('SETRANGE', key, format('%d', (n - 1) * E), pack(ENTRY_HEADER, ts, total, base, n, head, cum0, total,
-        ts, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4))
-      return pack('>bdI4bI4I6I6d', 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000),
-        base + ts)
-    end
-  elseif fast then
-    -- Denied: the entry that holds the (used + units - limit)-th oldest unit must leave first.
-    local nth, at = used + units - limit, nil
-    if kc >= 1 and (c1 - cum0) % M32 >= nth then
-      at = t1
-    elseif kc >= 2 and (c2 - cum0) % M32 >= nth then
-      at = t2
-    elseif kc >= 3 and (c3 - cum0) % M32 >= nth then
-      at = t3
-    elseif kc >= 4 and (c4 - cum0) % M32 >= nth then
-      at = t4
-    end
-    if at then
-      local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
-      return pack('>bdI4bI4I6I6d', 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
+      if at then
+        local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+        return pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
+      end
     end
   end
 end
@@ -210,16 +230,17 @@ local function search(key, lo, hi, after)
 end
 
 -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
--- Times in the log (and `now` here) are µs since its base.
+-- Times in the log (and `now` here) are µs since its base; `hold` is server µs. `exists`: the key holds a log.
 local function open(key, window)
-  local raw = redis.call('GETRANGE', key, '-77', '-1')
+  local raw = redis.call('GETRANGE', key, '-85', '-1')
   if #raw ~= H then
-    return { key = key, window = window, n = 0, used = 0 }
+    return { key = key, window = window, n = 0, used = 0, hold = 0, exists = false }
   end
-  local base, n, head, cum0, total, newest, expires, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
+  local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
   local log = {
     key = key,
     window = window,
+    exists = true,
     base = base,
     n = n,
     head = head,
@@ -227,6 +248,7 @@ local function open(key, window)
     total = total,
     newest = newest,
     expires = expires,
+    hold = hold,
     kc = kc,
     now = now - base,
     used = 0,
@@ -234,8 +256,8 @@ local function open(key, window)
     cum = { c1, c2, c3, c4 },
   }
   local edge = log.now - window
-  if newest <= edge then
-    -- Every entry has left the window: the log is empty, and a write starts it anew.
+  if n == 0 or newest <= edge then
+    -- Every entry has left the window (or the key is a hold alone): the log is empty, a write starts it anew.
     log.n = 0
     return log
   end
@@ -290,38 +312,49 @@ local function open(key, window)
   return log
 end
 
--- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs, resetMs.
+-- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs,
+-- resetMs, and whether the window itself has room (a held key has room, yet is denied).
 local function answer(log, limit, cost)
-  if log.n == 0 then
-    return 1, limit, 0, 0
-  end
-  local used, window, rel = log.used, log.window, log.now
-  -- A release can leave the newest entry empty: it still bounds the reset, unless the window holds nothing.
-  local reset = used > 0 and ceil((log.newest + window - rel) / 1000) or 0
-  if used + cost <= limit then
-    return 1, limit - used, 0, reset
-  end
-  -- The entry that holds the (used + cost - limit)-th oldest unit must leave first.
-  local nth, cum0, at = used + cost - limit, log.cum0, nil
-  for i = 1, log.kc do
-    if (log.cum[i] - cum0) % M32 >= nth then
-      at = log.ts[i]
-      break
+  local allowed, remaining, retry, reset = 1, limit, 0, 0
+  if log.n > 0 then
+    local used, window, rel = log.used, log.window, log.now
+    -- A release can leave the newest entry empty: it still bounds the reset, unless the window holds nothing.
+    reset = used > 0 and ceil((log.newest + window - rel) / 1000) or 0
+    remaining = math.max(0, limit - used)
+    if used + cost > limit then
+      -- The entry that holds the (used + cost - limit)-th oldest unit must leave first.
+      local nth, cum0, at = used + cost - limit, log.cum0, nil
+      for i = 1, log.kc do
+        if (log.cum[i] - cum0) % M32 >= nth then
+          at = log.ts[i]
+          break
+        end
+      end
+      if at == nil then
+        local found = search(log.key, log.head + log.kc, log.n - 1, function(_, cum)
+          return (cum - cum0) % M32 >= nth
+        end)
+        at = entries_at(log.key, found, 1)[1]
+      end
+      allowed, retry = 0, ceil((at + window - rel) / 1000)
     end
   end
-  if at == nil then
-    local found = search(log.key, log.head + log.kc, log.n - 1, function(_, cum)
-      return (cum - cum0) % M32 >= nth
-    end)
-    at = entries_at(log.key, found, 1)[1]
+  local room = allowed == 1
+  if log.exists and log.hold > now then
+    allowed, retry = 0, math.max(retry, ceil((log.hold - now) / 1000))
   end
-  return 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset
+  return allowed, remaining, retry, reset, room
 end
 
 local function header(log)
   local ts, cum = log.ts, log.cum
-  return pack(HEADER, log.base, log.n, log.head, log.cum0, log.total, log.newest, log.expires, log.kc, ts[1], cum[1],
-    ts[2], cum[2], ts[3], cum[3], ts[4], cum[4])
+  return pack(HEADER, log.base, log.n, log.head, log.cum0, log.total, log.newest, log.expires, log.hold, log.kc,
+    ts[1], cum[1], ts[2], cum[2], ts[3], cum[3], ts[4], cum[4])
+end
+
+-- The hold to keep in a log written anew: a hold still running, or none.
+local function live_hold(log)
+  return (log.exists and log.hold > now) and log.hold or 0
 end
 
 -- Records `count` units at `at` (server µs, >= now) or at the newest entry's time if later; returns that time.
@@ -330,9 +363,10 @@ local function record(log, count, at)
   if log.n == 0 then
     local ts = at - now
     local total = count % M32
+    local hold = live_hold(log)
     log.base, log.now, log.n, log.head, log.cum0, log.total, log.newest, log.kc = now, 0, 1, 0, 0, total, ts, 1
-    log.ts, log.cum = { ts, 0, 0, 0 }, { total, 0, 0, 0 }
-    local ttl = ceil((ts + 2 * window) / 1000)
+    log.hold, log.ts, log.cum = hold, { ts, 0, 0, 0 }, { total, 0, 0, 0 }
+    local ttl = ceil(math.max(ts + 2 * window, hold - now) / 1000)
     log.expires = ttl * 1000
     redis.call('SET', log.key, pack(ENTRY, ts, total) .. header(log))
     redis.call('PEXPIRE', log.key, format('%d', ttl))
@@ -359,7 +393,7 @@ local function record(log, count, at)
   end
   local last = pack(ENTRY, ts, log.total)
   if log.expires < ts + window then
-    local ttl = ceil((ts + 2 * window - log.now) / 1000)
+    local ttl = ceil((math.max(ts + 2 * window, live_hold(log) - log.base) - log.now) / 1000)
     log.expires = log.now + ttl * 1000
     redis.call('PEXPIRE', log.key, format('%d', ttl))
   end
@@ -391,77 +425,109 @@ local function record(log, count, at)
   return log.base + ts
 end
 
+-- Holds a key until `untl` (server µs) unless it is held longer, and keeps the key that long.
+local function hold_until(log, untl)
+  if log.exists and log.hold >= untl then
+    return
+  end
+  if log.n == 0 then
+    -- No live entry: the key becomes a header alone, which lives as long as the hold.
+    local ttl = ceil((untl - now) / 1000)
+    log.base, log.head, log.cum0, log.total, log.newest, log.kc = now, 0, 0, 0, 0, 0
+    log.expires, log.hold, log.ts, log.cum = ttl * 1000, untl, { 0, 0, 0, 0 }, { 0, 0, 0, 0 }
+    redis.call('SET', log.key, header(log), 'PX', format('%d', ttl))
+    return
+  end
+  log.hold = untl
+  if log.expires < untl - log.base then
+    local ttl = ceil((untl - now) / 1000)
+    log.expires = log.now + ttl * 1000
+    redis.call('PEXPIRE', log.key, format('%d', ttl))
+  end
+  redis.call('SETRANGE', log.key, format('%d', log.n * E), header(log))
+end
+
+-- A window's flags: whether it is a shadow window, and its block in µs (0 for none).
+local function flags_of(value)
+  local shadow = value:byte(1) == 115
+  local block = tonumber(shadow and value:sub(2) or value) or 0
+  return shadow, block * 1000
+end
 
 if op == 'r' then
-  -- Removes up to `units` units recorded at ARGV[4] from the entry of that time, if it is still in the window.
-  local log = open(KEYS[1], tonumber(ARGV[5]) * 1000)
-  local removed = 0
-  local ts = log.n > 0 and tonumber(ARGV[4]) - log.base
-  if ts and ts > log.now - log.window and ts <= log.newest then
-    local first = search(log.key, log.head, log.n - 1, function(t)
-      return t >= ts
-    end)
-    local from = math.max(first - 1, 0)
-    local tss, cums = {}, {}
-    if log.n - first <= MAX_RELEASE_TAIL then
-      tss, cums = entries_at(log.key, from, log.n - from)
-    end
-    local i = first - from + 1
-    if tss[i] == ts then
-      local before = first > 0 and cums[1] or log.cum0
-      removed = math.min(units, (cums[i] - before) % M32)
-    end
-    if removed > 0 then
-      -- Every running total from that entry on drops by the units removed, in the body and in the cache.
-      local parts = {}
-      for j = i, #tss do
-        parts[#parts + 1] = pack(ENTRY, tss[j], (cums[j] - removed) % M32)
+  -- Removes up to `units` units recorded at the given time from each key's entry of that time, if it is still in
+  -- the window.
+  local most = 0
+  for k, key in ipairs(KEYS) do
+    local log = open(key, tonumber(ARGV[3 + 2 * k]) * 1000)
+    local removed = 0
+    local ts = log.n > 0 and tonumber(ARGV[2 + 2 * k]) - log.base
+    if ts and ts > log.now - log.window and ts <= log.newest then
+      local first = search(log.key, log.head, log.n - 1, function(t)
+        return t >= ts
+      end)
+      local from = math.max(first - 1, 0)
+      local tss, cums = {}, {}
+      if log.n - first <= MAX_RELEASE_TAIL then
+        tss, cums = entries_at(log.key, from, log.n - from)
       end
-      for j = 1, log.kc do
-        if log.head + j - 1 >= first then
-          log.cum[j] = (log.cum[j] - removed) % M32
+      local i = first - from + 1
+      if tss[i] == ts then
+        local before = first > 0 and cums[1] or log.cum0
+        removed = math.min(units, (cums[i] - before) % M32)
+      end
+      if removed > 0 then
+        -- Every running total from that entry on drops by the units removed, in the body and in the cache.
+        local parts = {}
+        for j = i, #tss do
+          parts[#parts + 1] = pack(ENTRY, tss[j], (cums[j] - removed) % M32)
         end
+        for j = 1, log.kc do
+          if log.head + j - 1 >= first then
+            log.cum[j] = (log.cum[j] - removed) % M32
+          end
+        end
+        log.total = (log.total - removed) % M32
+        redis.call('SETRANGE', log.key, format('%d', first * E), table.concat(parts) .. header(log))
       end
-      log.total = (log.total - removed) % M32
-      redis.call('SETRANGE', log.key, format('%d', first * E), table.concat(parts) .. header(log))
     end
+    most = math.max(most, removed)
   end
-  return pack('>bdI4', removed > 0 and 1 or 0, now, removed)
+  return pack('>bdI4', most > 0 and 1 or 0, now, most)
+end
+
+if op == 'z' then
+  for k, key in ipairs(KEYS) do
+    hold_until(open(key, tonumber(ARGV[2 + 3 * k]) * 1000), now + units * 1000)
+  end
+  return pack('>bdI4', 1, now, 0)
 end
 
 if op == 'l' then
   -- Reserves between `min` and `units` units, recorded at the lease's expiry.
-  local limit, min = tonumber(ARGV[4]), tonumber(ARGV[6])
+  local limit, min = tonumber(ARGV[4]), tonumber(ARGV[7])
   local log = open(KEYS[1], tonumber(ARGV[5]) * 1000)
   local available = limit - log.used
-  if available >= min then
+  if available >= min and live_hold(log) == 0 then
     local granted = math.min(units, available)
-    local at = record(log, granted, now + tonumber(ARGV[8]) * 1000)
+    local at = record(log, granted, now + tonumber(ARGV[9]) * 1000)
     local reset = ceil((log.newest + log.window - log.now) / 1000)
-    return pack('>bdI4bI4I6I6d', 1, now, granted, 1, available - granted, 0, reset, at)
+    return pack(REPLY, 1, now, granted, 1, available - granted, 0, reset, at)
   end
-  local allowed, remaining, retry, reset = answer(log, limit, tonumber(ARGV[7]))
-  return pack('>bdI4bI4I6I6d', 0, now, 0, allowed, remaining, retry, reset, 0)
+  local allowed, remaining, retry, reset = answer(log, limit, tonumber(ARGV[8]))
+  return pack(REPLY, 0, now, 0, allowed, remaining, retry, reset, 0)
 end
 
-if #KEYS == 1 then
-  -- One window: the common call, without the tables of several.
-  local log = open(KEYS[1], tonumber(ARGV[5]) * 1000)
-  local allowed, remaining, retry, reset = answer(log, tonumber(ARGV[4]), units)
-  if allowed == 0 or op ~= 'c' then
-    return pack('>bdI4bI4I6I6d', allowed, now, 0, allowed, remaining, retry, reset, 0)
-  end
-  local at = record(log, units, now)
-  reset = ceil((log.newest + log.window - log.now) / 1000)
-  return pack('>bdI4bI4I6I6d', 1, now, units, 1, remaining - units, 0, reset, at)
-end
-
+-- Every window of the call: decided, then recorded only if each enforced one admits; a window that lacked room
+-- for a consume is held for its block.
 local logs, answers, fits = {}, {}, true
 for i, key in ipairs(KEYS) do
-  local log = open(key, tonumber(ARGV[3 + 2 * i]) * 1000)
-  local answer_i = { answer(log, tonumber(ARGV[2 + 2 * i]), units) }
-  logs[i], answers[i] = log, answer_i
-  if answer_i[1] == 0 then
+  local log = open(key, tonumber(ARGV[2 + 3 * i]) * 1000)
+  local a = { answer(log, tonumber(ARGV[1 + 3 * i]), units) }
+  local shadow, block = flags_of(ARGV[3 + 3 * i])
+  a[6], a[7] = shadow, block
+  logs[i], answers[i] = log, a
+  if a[1] == 0 and not (shadow and #KEYS > 1) then
     fits = false
   end
 end
@@ -469,9 +535,12 @@ local recorded = fits and op == 'c'
 local reply = { pack('>bdI4', fits and 1 or 0, now, recorded and units or 0) }
 for i, log in ipairs(logs) do
   local a, at = answers[i], 0
-  if recorded then
+  if recorded and a[1] == 1 then
     at = record(log, units, now)
     a[2], a[4] = a[2] - units, ceil((log.newest + log.window - log.now) / 1000)
+  elseif op == 'c' and not a[5] and a[7] > 0 then
+    hold_until(log, now + a[7])
+    a[3] = math.max(a[3], ceil(a[7] / 1000))
   end
   reply[i + 1] = pack('>bI4I6I6d', a[1], a[2], a[3], a[4], at)
 end

@@ -7,6 +7,7 @@ import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import { Cluster } from 'ioredis'
 import { describeStoreConformance } from '../support/conformance.js'
+import { describeHoldsAndRefunds } from '../support/holds.js'
 import { describePlans } from '../support/plans.js'
 import { uniquePrefix } from '../support/redis.js'
 
@@ -32,6 +33,7 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
   describe('conformance', () => {
     describeStoreConformance('redisStore on a Cluster', () => redisStore(client, { prefix: uniquePrefix() }))
     describePlans('redisStore on a Cluster', () => redisStore(client, { prefix: uniquePrefix() }))
+    describeHoldsAndRefunds('redisStore on a Cluster', () => redisStore(client, { prefix: uniquePrefix() }))
   })
 
   it('computes every key’s slot as the cluster does (CLUSTER KEYSLOT), hash tags, unicode and braces included', async () => {

@@ -164,6 +164,19 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
     expect(point.sum).to.be.below(1)
   })
 
+  it('counts what a shadow policy would have denied as shadow_denied', async () => {
+    const { reader, meter } = metered()
+    const limiter = createRateLimiter({ name: 'trial', limit: 1, window: '1m', shadow: true })
+    instrumentLimiter(limiter, { meter })
+    for (let i = 0; i < 3; i++) await limiter.consume('t')
+    const metrics = await collect(reader)
+    expect(metrics['fleetlimit.decisions']).to.deep.equal({
+      'trial allowed store': 1,
+      'trial shadow_denied store': 1,
+      'trial shadow_denied local': 1,
+    })
+  })
+
   it('names the binding policy of several, and stops counting once detached', async () => {
     const { reader, meter } = metered()
     const limiter = createRateLimiter({

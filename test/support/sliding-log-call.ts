@@ -20,7 +20,7 @@ export async function callSlidingLog(
   key: string,
   { limit, windowMs, cost = 1, mode = 'consume', deadlineUs = 0 }: SlidingLogCall,
 ): Promise<SlidingLogReply> {
-  const args = [mode === 'consume' ? 'c' : 'p', cost, deadlineUs, limit, windowMs]
+  const args = [mode === 'consume' ? 'c' : 'p', cost, deadlineUs, limit, windowMs, '0']
   const reply = readSlidingLog(await createScriptRunner(redis).runBuffer(slidingLogScript, [key], args), 1)
   const window = reply.windows[0]
   const { remaining = 0, retryAfterMs = 0, resetMs = 0, recordedUs = 0 } = window ?? {}

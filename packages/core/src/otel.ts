@@ -64,7 +64,7 @@ export function instrumentLimiter(limiter: RateLimiter, options: InstrumentOptio
     limiter.on('decision', (decision) => {
       decisions.add(1, {
         'fleetlimit.policy': decision.policy,
-        'fleetlimit.outcome': decision.allowed ? 'allowed' : 'denied',
+        'fleetlimit.outcome': decision.shadowDenied ? 'shadow_denied' : decision.allowed ? 'allowed' : 'denied',
         'fleetlimit.source': decision.source,
       })
       if (decision.source === 'local') localHits.add(1, { 'fleetlimit.policy': decision.policy })

@@ -37,6 +37,7 @@ function gatedStore() {
     consume: (...args: Parameters<Store['consume']>) =>
       new Promise((resolve, reject) => held.push(() => inner.consume(...args).then(resolve, reject))),
     peek: (requests) => inner.peek(requests),
+    hold: (requests, ms) => inner.hold(requests, ms),
     reset: (key) => inner.reset(key),
   }
   /** Answers the held calls (all, or those at `indexes`, in that order); returns how many. */

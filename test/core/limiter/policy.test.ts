@@ -14,6 +14,8 @@ describe('definePolicy', () => {
       algorithm: 'sliding-log',
       onStoreError: 'fail-closed',
       timeoutMs: 100,
+      blockFor: 0,
+      shadow: false,
     })
     const limiter = createRateLimiter({ store: memoryStore(), ...policy })
     expect(limiter.policy).to.deep.equal(policy)

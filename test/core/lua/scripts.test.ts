@@ -35,9 +35,13 @@ describe('every Lua script on a real Redis', () => {
     expect(await call(10, 10_000, 3, 'consume', past)).to.deep.include({ allowed: -1, remaining: 0 })
     expect(await redis.exists(key)).to.equal(0)
     const [multi, lease, bucketed] = await Promise.all([
-      runner().runBuffer(slidingLogScript, [`${key}:{t}:a`, `${key}:{t}:b`], ['c', 1, past, 5, 1_000, 5, 2_000]),
-      runner().runBuffer(slidingLogScript, [key], ['l', 10, past, 10, 10_000, 1, 1, 100]),
-      runner().run(bucketedScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past]),
+      runner().runBuffer(
+        slidingLogScript,
+        [`${key}:{t}:a`, `${key}:{t}:b`],
+        ['c', 1, past, 5, 1_000, '0', 5, 2_000, '0'],
+      ),
+      runner().runBuffer(slidingLogScript, [key], ['l', 10, past, 10, 10_000, '0', 1, 1, 100]),
+      runner().run(bucketedScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past, 0]),
     ])
     expect(multi.readInt8(0)).to.equal(-1)
     expect(multi, 'nothing follows the status and the time').to.have.length(13)

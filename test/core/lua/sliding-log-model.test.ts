@@ -47,7 +47,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
       },
       async decide(windows, cost, peek) {
         const args: (string | number)[] = [peek ? 'p' : 'c', cost, 0]
-        for (const w of windows) args.push(w.limit, w.windowMs)
+        for (const w of windows) args.push(w.limit, w.windowMs, '0')
         const reply = await run(
           windows.map((w) => w.key),
           args,
@@ -61,7 +61,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
         }))
       },
       async lease(key, limit, windowMs, want, ttlMs) {
-        const reply = await run([key], ['l', want, 0, limit, windowMs, 1, 1, ttlMs], 1)
+        const reply = await run([key], ['l', want, 0, limit, windowMs, '0', 1, 1, ttlMs], 1)
         const { allowed, remaining, retryAfterMs, resetMs, recordedUs } = reply.windows[0] as NonNullable<
           (typeof reply.windows)[0]
         >

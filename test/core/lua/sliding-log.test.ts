@@ -74,7 +74,7 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     expect(remaining[0]).to.equal(1000)
     expect(new Set(remaining).size).to.equal(1000)
     const instants = new Set(replies.map((r) => r.recordedUs)).size
-    expect(await redis.strlen(key)).to.equal(instants * 10 + 77)
+    expect(await redis.strlen(key)).to.equal(instants * 10 + 85)
   })
 
   it('keeps a hot key exact across many windows: out-of-window entries are dropped by a rewrite', async function () {
@@ -89,7 +89,7 @@ describe('lua/sliding-log.lua on a real Redis', () => {
       if (i % 50 === 0) largest = Math.max(largest, await redis.strlen(key))
     }
     expect(await logUnits(redis, key), 'only the last window’s units are held').to.be.below(3_000)
-    expect(largest, 'the log holds at most about twice a window’s entries').to.be.at.most(2 * (live + 64) * 10 + 77)
+    expect(largest, 'the log holds at most about twice a window’s entries').to.be.at.most(2 * (live + 64) * 10 + 85)
   })
 
   it('sets a TTL once per window, one window beyond the newest unit’s exit', async () => {
@@ -116,7 +116,7 @@ describe('lua/sliding-log.lua on a real Redis', () => {
   it('several windows at once: records in every window or in none, each with its exact wait', async () => {
     const tag = `${key}:{t}`
     const keys = [`${tag}:global`, `${tag}:route`]
-    const multi = (cost: number) => raw(keys, ['c', cost, 0, 5, 10_000, 2, 3_000], 2)
+    const multi = (cost: number) => raw(keys, ['c', cost, 0, 5, 10_000, '0', 2, 3_000, '0'], 2)
     const first = await multi(1)
     expect(first.status).to.equal(1)
     const admitted = await multi(1)
@@ -136,7 +136,7 @@ describe('lua/sliding-log.lua on a real Redis', () => {
   })
 
   it('a lease records its units at its expiry; a release removes exactly the units named, once', async () => {
-    const lease = await raw([key], ['l', 10, 0, 100, 10_000, 1, 1, 50], 1)
+    const lease = await raw([key], ['l', 10, 0, 100, 10_000, '0', 1, 1, 50], 1)
     const window = lease.windows[0] as NonNullable<(typeof lease.windows)[0]>
     expect(lease).to.include({ status: 1, units: 10 })
     expect(window.recordedUs).to.equal(lease.nowUs + 50_000)
@@ -153,11 +153,73 @@ describe('lua/sliding-log.lua on a real Redis', () => {
 
   it('a lease too large for what is left is denied with the wait until `waitFor` units fit', async () => {
     await call(10, 10_000, 8)
-    const denied = await raw([key], ['l', 5, 0, 10, 10_000, 3, 4, 50], 1)
+    const denied = await raw([key], ['l', 5, 0, 10, 10_000, '0', 3, 4, 50], 1)
     expect(denied).to.include({ status: 0, units: 0 })
     expect(denied.windows[0]).to.include({ allowed: false, remaining: 2 })
     expect(denied.windows[0]?.retryAfterMs).to.be.within(9_990, 10_000)
-    expect(await raw([key], ['l', 5, 0, 10, 10_000, 2, 2, 50], 1)).to.include({ status: 1, units: 2 })
+    expect(await raw([key], ['l', 5, 0, 10, 10_000, '0', 2, 2, 50], 1)).to.include({ status: 1, units: 2 })
+  })
+
+  it('a hold (z) on a new key is its header alone, for as long as the hold; a consume then waits it out', async () => {
+    expect(await raw([key], ['z', 30_000, 0, 0, 1_000, '0'], 0)).to.include({ status: 1 })
+    expect(await redis.strlen(key), 'a header alone').to.equal(85)
+    expect(await redis.pttl(key)).to.be.within(29_000, 30_000)
+    const denied = await call(10, 1_000)
+    expect(denied).to.include({ allowed: 0, remaining: 10, units: 0 })
+    expect(denied.retryAfterMs).to.be.within(29_000, 30_000)
+    expect((await call(10, 1_000, 1, 'peek')).allowed).to.equal(0)
+    // A shorter hold keeps the longer one; the key still holds no entry.
+    await raw([key], ['z', 10, 0, 0, 1_000, '0'], 0)
+    expect((await call(10, 1_000)).retryAfterMs).to.be.within(29_000, 30_000)
+    expect(await redis.strlen(key)).to.equal(85)
+  })
+
+  it('a hold keeps a key with entries past their window, and ends for every call once it has passed', async () => {
+    await call(10, 100)
+    await raw([key], ['z', 60_000, 0, 0, 100, '0'], 0)
+    expect(await redis.pttl(key), 'the TTL covers the hold').to.be.within(59_000, 60_000)
+    expect(await logUnits(redis, key)).to.equal(1)
+    const lease = await raw([key], ['l', 5, 0, 10, 100, '0', 1, 1, 10], 1)
+    expect(lease).to.include({ status: 0, units: 0 })
+    expect(lease.windows[0]?.retryAfterMs).to.be.within(59_000, 60_000)
+    // A hold in the past is none: a hold of 1 ms, then a consume once it has passed.
+    const other = `${key}:short`
+    const ask = async () => {
+      const reply = await callSlidingLog(redis, other, { limit: 1, windowMs: 100 })
+      return { allowed: reply.allowed === 1, now: reply.nowUs / 1000, retryAfterMs: reply.retryAfterMs }
+    }
+    const held = await raw([other], ['z', 20, 0, 0, 100, '0'], 0)
+    await expectAdmittedExactlyAt(held.nowUs / 1000 + 20, held.nowUs / 1000, ask)
+  })
+
+  it('a block (flags) holds a window once it denies a consume for lack of room, not a peek, not on a hold', async () => {
+    await call(1, 10_000)
+    const blocked = (mode: 'c' | 'p') => raw([key], [mode, 1, 0, 1, 10_000, '60000'], 1)
+    expect((await blocked('p')).windows[0]?.retryAfterMs, 'a peek').to.be.within(9_000, 10_000)
+    const first = (await blocked('c')).windows[0]
+    expect(first).to.include({ allowed: false })
+    expect(first?.retryAfterMs).to.be.within(59_000, 60_000)
+    expect(await redis.pttl(key)).to.be.within(59_000, 60_000)
+    expect((await call(1, 10_000)).retryAfterMs, 'held, whatever the call’s flags').to.be.within(58_000, 60_000)
+  })
+
+  it('a shadow window (several windows) does not decide the call, and records only what it has room for', async () => {
+    const keys = [`${key}:{t}:enforced`, `${key}:{t}:shadow`]
+    const both = () => raw(keys, ['c', 1, 0, 3, 10_000, '0', 1, 10_000, 's0'], 2)
+    const replies = [await both(), await both(), await both(), await both()]
+    expect(replies.map((r) => r.status)).to.deep.equal([1, 1, 1, 0])
+    expect(replies.map((r) => r.windows[1]?.allowed)).to.deep.equal([true, false, false, false])
+    expect(await logUnits(redis, keys[0] as string)).to.equal(3)
+    expect(await logUnits(redis, keys[1] as string)).to.equal(1)
+  })
+
+  it('a release of several keys (r) removes the units recorded at each key’s time', async () => {
+    const keys = [`${key}:{t}:a`, `${key}:{t}:b`]
+    const admitted = await raw(keys, ['c', 3, 0, 10, 10_000, '0', 10, 60_000, '0'], 2)
+    const [a, b] = admitted.windows
+    const released = await raw(keys, ['r', 2, 0, a?.recordedUs as number, 10_000, b?.recordedUs as number, 60_000], 0)
+    expect(released).to.include({ status: 1, units: 2 })
+    expect([await logUnits(redis, keys[0] as string), await logUnits(redis, keys[1] as string)]).to.deep.equal([1, 1])
   })
 
   it('after SCRIPT FLUSH the next call succeeds by EVAL, with no error', async () => {

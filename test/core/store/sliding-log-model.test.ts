@@ -34,7 +34,7 @@ describe('memoryStore against the reference model of a sliding-window log (fast-
         return { granted: result.lease.granted, scoreUs: result.lease.score * 1000, window: window(result) }
       },
       async release(key, windowMs, atUs, units) {
-        await store.release(key, { windowMs, score: atUs / 1000, granted: units }, units)
+        await store.release(key, { windowMs, score: atUs / 1000, granted: units, recorded: atUs / 1000 }, units)
         return undefined
       },
     }

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis'
 
-// lua/sliding-log.lua's header, the last 77 bytes of a log: base (double), n, head, cum0, total, ...
-const HEADER = 77
+// lua/sliding-log.lua's header, the last 85 bytes of a log: base (double), n, head, cum0, total, ...
+const HEADER = 85
 
 /**
  * The units recorded in a sliding-log key and not yet dropped from it (those of its last window, when it was

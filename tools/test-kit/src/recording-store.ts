@@ -19,6 +19,7 @@ export function recordingStore(store: Store): { store: Store; admissions: number
       return results
     },
     peek: (requests) => store.peek(requests),
+    hold: (requests, ms) => store.hold(requests, ms),
     reset: (key) => store.reset(key),
     ...(store.lease && {
       lease: async (request, deadline) => {
@@ -28,6 +29,7 @@ export function recordingStore(store: Store): { store: Store; admissions: number
       },
     }),
     ...(store.release && { release: store.release.bind(store) }),
+    ...(store.refund && { refund: store.refund.bind(store) }),
     ...(store.isConnected && { isConnected: store.isConnected.bind(store) }),
     ...(store.lastError && { lastError: store.lastError.bind(store) }),
     ...(store.servers && { servers: store.servers }),

@@ -19,6 +19,10 @@ export interface Decision {
   readonly policy: string
   /** With several policies: each one's decision, in the limiter's order. */
   readonly policies?: readonly Decision[]
+  /** A policy in shadow mode would have denied this call, which was let through (`allowed` is true). */
+  readonly shadowDenied?: boolean
+  /** In `policies`: this policy is in shadow mode, so its `allowed` did not decide the call. */
+  readonly shadow?: boolean
 }
 
 /** A policy's decision from its window's result under `limit`; a fallback decision reports the fallback limit. */
@@ -36,7 +40,18 @@ export function toDecision(
     resetMs: result.resetMs,
     source,
     policy: policy.name,
+    ...(policy.shadow && { shadow: true }),
   }
+}
+
+/**
+ * The decision a caller acts on: a denial by shadow policies alone is let through (`shadowDenied`), with no
+ * wait; any other decision is as it is.
+ */
+export function enforce(decision: Decision): Decision {
+  if (decision.allowed || !decision.shadow) return decision
+  const { shadow: _, ...rest } = decision
+  return { ...rest, allowed: true, retryAfterMs: 0, shadowDenied: true }
 }
 
 /**
@@ -46,10 +61,18 @@ export function toDecision(
  */
 export function combine(decisions: readonly Decision[]): Decision {
   if (decisions.length === 1) return decisions[0] as Decision
-  const allowed = decisions.every((d) => d.allowed)
-  let lead = decisions[0] as Decision
-  for (const d of decisions) {
+  // Shadow policies decide nothing while an enforced one is there: only they lead then, and only they admit.
+  const enforced = decisions.filter((d) => !d.shadow)
+  const deciding = enforced.length > 0 ? enforced : decisions
+  const allowed = deciding.every((d) => d.allowed)
+  let lead = deciding[0] as Decision
+  for (const d of deciding) {
     if (allowed ? d.remaining < lead.remaining : d.retryAfterMs > lead.retryAfterMs) lead = d
   }
-  return { ...lead, allowed, policies: decisions }
+  const { shadow: _, ...top } = lead
+  const combined = { ...top, allowed, policies: decisions }
+  if (enforced.length === 0)
+    return allowed ? combined : { ...combined, allowed: true, retryAfterMs: 0, shadowDenied: true }
+  const shadowDenied = allowed && decisions.some((d) => d.shadow && !d.allowed)
+  return shadowDenied ? { ...combined, shadowDenied } : combined
 }

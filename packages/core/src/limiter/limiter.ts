@@ -3,14 +3,14 @@ import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames } from '../common/validate.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
-import type { Store, WindowRequest, WindowResult } from '../store/store.js'
+import type { Lease, RefundRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
-import { combine, type Decision, toDecision } from './decision.js'
+import { combine, type Decision, enforce, toDecision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
 import { buildKey, type KeyInput } from './keys.js'
 import { resolveLimiterOptions } from './limiter-options.js'
 import { createLocalTier, type LocalOptions, noLocalCounts } from './local-tier.js'
-import { checkCost, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from './policy.js'
+import { checkCost, MAX_HOLD_MS, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from './policy.js'
 import { createStoreCaller } from './store-caller.js'
 
 export interface RateLimiterOptions extends Partial<PolicyOptions> {
@@ -59,6 +59,10 @@ export interface LimiterStats {
   readonly decisions: number
   readonly allowed: number
   readonly denied: number
+  /** Of `allowed`, those a shadow policy would have denied. */
+  readonly shadowDenied: number
+  /** Units removed from the windows by refund(). */
+  readonly refundedUnits: number
   /** Calls sent to the store for decisions. */
   readonly storeCalls: number
   /** Calls sent to the store to return a lease's unused units (off the request path). */
@@ -98,6 +102,17 @@ export type LimiterEvents = {
   breakerClose: []
 }
 
+/** What refund() did: `units` removed, or why none were. */
+export interface RefundResult {
+  readonly units: number
+  /**
+   * 'refunded'; 'denied' (a denial recorded nothing); 'already-refunded'; 'expired' (its units have left the
+   * window, or were returned); 'not-refundable' (made without the store, failing open, or let through by a
+   * shadow policy, or by another limiter).
+   */
+  readonly outcome: 'refunded' | 'denied' | 'already-refunded' | 'expired' | 'not-refundable'
+}
+
 export interface Logger {
   warn(message: string): void
   info?(message: string): void
@@ -117,6 +132,17 @@ export interface RateLimiter {
   peek(key: KeyInput, options?: PeekOptions): Promise<Decision>
   /** Forgets every unit of the key. */
   reset(key: KeyInput): Promise<void>
+  /**
+   * Removes exactly the units this admitted decision recorded, atomically in every window it counted in; a
+   * denied, already refunded or expired decision is a no-op that says so. Also cached denials of the key in this
+   * process are dropped.
+   */
+  refund(decision: Decision): Promise<RefundResult>
+  /**
+   * Denies every call on the key, in every process, for `ms` (ms or a duration string): `retryAfterMs` is the pause
+   * left. A longer pause in place stays. In other processes, leases already granted are used until they expire.
+   */
+  pause(key: KeyInput, ms: number | string): Promise<void>
   stats(): LimiterStats
   on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): () => void
 }
@@ -156,9 +182,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     events,
   })
   const degraded = createDegradedMode(policies)
-  const counters = { decisions: 0, allowed: 0, denied: 0, degraded: 0 }
-  // Leases reserve units of one sliding log; other calls only use the deny cache.
-  const leasable = policies.length === 1 && first.algorithm === 'sliding-log'
+  const counters = { decisions: 0, allowed: 0, denied: 0, shadowDenied: 0, refundedUnits: 0, degraded: 0 }
+  // Leases reserve units of one sliding log; other calls only use the deny cache. A policy with a block denies
+  // through the store, which starts the block.
+  const leasable = policies.length === 1 && first.algorithm === 'sliding-log' && first.blockFor === 0
   const { local } = config
   const tier = local && createLocalTier(leasable ? local : { ...local, lease: false }, first, store)
 
@@ -185,12 +212,32 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       windowMs: policy.window,
       cost,
       ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+      ...(policy.blockFor > 0 && { blockMs: policy.blockFor }),
+      ...(policy.shadow && { shadow: true }),
     }))
 
-  function count(decision: Decision): Decision {
+  /** What an admission recorded, for refund(): removed from these windows, `units` each. */
+  interface Receipt {
+    readonly id: string
+    readonly requests: readonly RefundRequest[]
+    readonly units: number
+  }
+  const receipts = new WeakMap<Decision, Receipt>()
+  const refunded = new WeakSet<Decision>()
+  const leaseReceipt = (id: string, key: string, lease: Lease, units: number): Receipt => ({
+    id,
+    requests: [{ key, windowMs: lease.windowMs, recorded: lease.recorded }],
+    units,
+  })
+
+  /** Every decision a caller gets passes here: counted, reported, and (if it recorded units) refundable. */
+  function count(made: Decision, receipt?: Receipt): Decision {
+    const decision = enforce(made)
     counters.decisions++
     if (decision.allowed) counters.allowed++
     else counters.denied++
+    if (decision.shadowDenied) counters.shadowDenied++
+    if (receipt && decision.allowed) receipts.set(decision, receipt)
     events.emit('decision', decision)
     return decision
   }
@@ -213,30 +260,44 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     tier?.observe(id, cost)
     for (;;) {
       const hit = tier?.tryLocal(id, cost, tag)
-      if (hit) return count(hit)
+      if (hit) return count(hit.decision, hit.lease && leaseReceipt(id, hit.lease.storeKey, hit.lease.lease, cost))
       const pending = leasing.get(id)
       if (!pending) break
       await pending.catch(() => {})
     }
     const plan = store.lease ? tier?.leasePlan(id, cost, (windows[0] as Window).limit) : undefined
     const sentAt = tier?.now() ?? 0
-    let decision: Decision
+    let made: Made
     try {
       if (plan) {
         const call = leaseFor(id, windows[0] as Window, cost, plan, sentAt)
         leasing.set(id, call)
-        decision = await call.finally(() => leasing.delete(id))
-      } else decision = await consume(windows, cost)
+        made = await call.finally(() => leasing.delete(id))
+      } else made = await consume(id, windows, cost)
     } catch (error) {
       return degrade(windows, cost, error)
     }
-    tier?.remember(id, cost, decision, sentAt, tag)
-    return count(decision)
+    tier?.remember(id, cost, made.decision, sentAt, tag)
+    return count(made.decision, made.receipt)
   }
 
-  async function consume(windows: readonly Window[], cost: number): Promise<Decision> {
+  type Made = { readonly decision: Decision; readonly receipt?: Receipt }
+
+  async function consume(id: string, windows: readonly Window[], cost: number): Promise<Made> {
     const results = await caller.ask(keyOf(windows), (deadline) => store.consume(requestsOf(windows, cost), deadline))
-    return combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
+    const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
+    const requests: RefundRequest[] = []
+    results.forEach(({ recorded }, i) => {
+      if (recorded === undefined) return
+      const { key, policy } = windows[i] as Window
+      requests.push({
+        key,
+        windowMs: policy.window,
+        recorded,
+        ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+      })
+    })
+    return requests.length === 0 ? { decision } : { decision, receipt: { id, requests, units: cost } }
   }
 
   const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
@@ -248,15 +309,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     cost: number,
     { size, ttlMs }: { size: number; ttlMs: number },
     sentAt: number,
-  ): Promise<Decision> {
+  ): Promise<Made> {
     const { key, limit } = window
     const request = { key, limit, windowMs: first.window, want: size, min: cost, waitFor: size, ttlMs }
     const lease = store.lease as NonNullable<Store['lease']>
     const result = await caller.ask(key, (deadline) => lease(request, deadline))
     const { granted } = result.lease
-    if (granted === 0) return decisionOf(result, window)
+    if (granted === 0) return { decision: decisionOf(result, window) }
     tier?.addLease(id, key, result, ttlMs, sentAt, cost, limit)
-    return decisionOf({ ...result, remaining: result.remaining + granted - cost }, window)
+    const decision = decisionOf({ ...result, remaining: result.remaining + granted - cost }, window)
+    return { decision, receipt: leaseReceipt(id, key, result.lease, cost) }
   }
 
   /** A call's limits, one per policy, or undefined for the policies' own. */
@@ -330,6 +392,41 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       const windows = windowsOf(key, undefined)
       tier?.forget(idOf(windows))
       await Promise.all(windows.flatMap(({ key }) => [store.reset(key), degraded.reset(key)]))
+    },
+    async refund(decision) {
+      const receipt = receipts.get(decision)
+      if (!receipt) {
+        if (refunded.has(decision)) return { units: 0, outcome: 'already-refunded' }
+        return { units: 0, outcome: decision?.allowed === false ? 'denied' : 'not-refundable' }
+      }
+      if (!store.refund) return { units: 0, outcome: 'not-refundable' }
+      receipts.delete(decision)
+      refunded.add(decision)
+      tier?.forgetDenial(receipt.id)
+      const key = (receipt.requests[0] as RefundRequest).key
+      const units = await (store.refund as NonNullable<Store['refund']>)(receipt.requests, receipt.units).catch(
+        (error: unknown) => {
+          throw caller.failure(error, key)
+        },
+      )
+      counters.refundedUnits += units
+      return units > 0 ? { units, outcome: 'refunded' } : { units: 0, outcome: 'expired' }
+    },
+    async pause(key, ms) {
+      const duration = parseDuration(ms, 'pause(key, ms)', { max: MAX_HOLD_MS })
+      const windows = windowsOf(key, undefined)
+      // This process's cached denials and leases on the key end now; the store holds the key for every process.
+      tier?.forget(idOf(windows))
+      const holds = windows.map(({ key, policy }) => ({
+        key,
+        windowMs: policy.window,
+        ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+      }))
+      await caller
+        .ask(keyOf(windows), () => store.hold(holds, duration))
+        .catch((error: unknown) => {
+          throw caller.failure(error, keyOf(windows))
+        })
     },
     stats: () => ({
       ...counters,

@@ -66,11 +66,20 @@ interface LeaseEntry {
  */
 export type Limits = number | string
 
+/** A local decision; an admission from a lease names it, so that the admission can be refunded. */
+export interface LocalHit {
+  readonly decision: Decision
+  readonly lease?: { readonly storeKey: string; readonly lease: Lease }
+}
+
 export interface LocalTier {
   /** Notes a call, for the rate that sizes leases. */
   observe(id: string, cost: number): void
-  /** A decision made here, with no store call, or undefined when the store must decide. */
-  tryLocal(id: string, cost: number, limits: Limits): Decision | undefined
+  /**
+   * A decision made here, with no store call (and the lease it took its units from), or undefined when the store
+   * must decide.
+   */
+  tryLocal(id: string, cost: number, limits: Limits): LocalHit | undefined
   /** The lease worth asking for now under `limit`, or undefined to ask for this call alone. */
   leasePlan(id: string, cost: number, limit: number): { readonly size: number; readonly ttlMs: number } | undefined
   /** Learns from a store decision asked at `sentAt` (local time) under `limits`. */
@@ -86,6 +95,8 @@ export interface LocalTier {
     limit: number,
   ): void
   forget(id: string): void
+  /** Drops a cached denial of the key (units were refunded: the store may admit again). */
+  forgetDenial(id: string): void
   readonly now: () => number
   /** What this tier counted so far. */
   stats(): Readonly<LocalCounters>
@@ -197,13 +208,22 @@ export function createLocalTier(
         const remaining = lease.remaining + lease.lease.granted - lease.used
         const resetMs = Math.max(0, Math.ceil(lease.resetMs - (at - lease.at)))
         const { limit } = lease
-        return { allowed: true, limit, remaining, retryAfterMs: 0, resetMs, source: 'local', policy: policy.name }
+        const decision: Decision = {
+          allowed: true,
+          limit,
+          remaining,
+          retryAfterMs: 0,
+          resetMs,
+          source: 'local',
+          policy: policy.name,
+        }
+        return { decision, lease: { storeKey: lease.storeKey, lease: lease.lease } }
       }
       const denial = denials.get(id)
       if (denial) {
         if (at < denial.until && cost >= denial.cost && denial.limits === limits) {
           counters.localHits++
-          return { ...age(denial.decision, at - denial.at), source: 'local' }
+          return { decision: { ...age(denial.decision, at - denial.at), source: 'local' } }
         }
         if (at >= denial.until) denials.delete(id)
       }
@@ -259,6 +279,9 @@ export function createLocalTier(
         entry.timer.unref?.()
       }
       touch(leases, id, entry, bound)
+    },
+    forgetDenial(id) {
+      denials.delete(id)
     },
     forget(id) {
       denials.delete(id)

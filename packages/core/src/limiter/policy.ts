@@ -1,6 +1,13 @@
 import { type Duration, parseDuration } from '../common/duration.js'
 import { OptionError } from '../common/errors.js'
-import { checkInteger, checkOneOf, checkOptionNames, type OptionNames, optionNames } from '../common/validate.js'
+import {
+  checkBoolean,
+  checkInteger,
+  checkOneOf,
+  checkOptionNames,
+  type OptionNames,
+  optionNames,
+} from '../common/validate.js'
 
 export type StoreErrorMode = 'fail-closed' | 'fail-open'
 
@@ -36,6 +43,17 @@ export interface PolicyOptions {
   fallback?: FallbackOptions
   /** Deadline for one store decision. Default 100 ms. */
   timeoutMs?: Duration
+  /**
+   * Once a key is denied for lack of room, deny it for this long, fleet-wide, whatever the window says (the
+   * wait reported is the time left). Default 0: no block.
+   */
+  blockFor?: Duration
+  /**
+   * Measure without enforcing: decisions are made, recorded and reported as usual (headers, `onLimited`, the
+   * `decision` event, metrics as `shadow_denied`), but a call this policy would deny is let through
+   * (`allowed: true`, `shadowDenied: true`). Default false.
+   */
+  shadow?: boolean
 }
 
 /** A validated, frozen policy. Its fields are valid options, so `{ store, ...policy }` builds a limiter. */
@@ -52,6 +70,9 @@ export interface Policy {
   readonly onStoreError: StoreErrorMode
   readonly fallback?: Readonly<FallbackOptions>
   readonly timeoutMs: number
+  /** ms; 0 for none. */
+  readonly blockFor: number
+  readonly shadow: boolean
 }
 
 /** Every policy option, by name: a new option without its runtime name here fails to compile. */
@@ -66,8 +87,13 @@ export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
   onStoreError: true,
   fallback: true,
   timeoutMs: true,
+  blockFor: true,
+  shadow: true,
 }
 export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
+
+/** The longest block or pause: about 24.8 days, the longest a Node timer waits. */
+export const MAX_HOLD_MS = 2_147_483_647
 
 /** The largest limit a policy (or a call) may name. */
 export const MAX_LIMIT = 1_000_000_000
@@ -125,6 +151,12 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     throw new OptionError('buckets', options.buckets, "no buckets unless algorithm is 'bucketed'")
   const onStoreError = checkOneOf(options.onStoreError ?? 'fail-closed', 'onStoreError', ['fail-closed', 'fail-open'])
   const timeoutMs = parseDuration(options.timeoutMs ?? 100, 'timeoutMs', { max: 60_000 })
+  // 0 is none, as a policy's own field says: a policy's fields are valid options.
+  const blockFor =
+    options.blockFor === undefined || options.blockFor === 0
+      ? 0
+      : parseDuration(options.blockFor, 'blockFor', { max: MAX_HOLD_MS })
+  const shadow = checkBoolean(options.shadow ?? false, 'shadow')
 
   let fallback: Readonly<FallbackOptions> | undefined
   if (options.fallback !== undefined) {
@@ -146,6 +178,8 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     onStoreError,
     timeoutMs,
     ...(fallback && { fallback }),
+    blockFor,
+    shadow,
   }
   return Object.freeze(policy)
 }

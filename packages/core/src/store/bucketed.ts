@@ -42,6 +42,18 @@ export class Bucketed {
     return { allowed: false, remaining: Math.max(0, limit - used), retryAfterMs, resetMs, now: nowMs }
   }
 
+  /** Removes up to `units` from the bucket of `recordedMs`, if it still overlaps the window: a refund. */
+  remove(nowMs: number, recordedMs: number, units: number, windowMs: number, buckets: number): number {
+    const window = windowMs * 1000
+    const width = Math.max(1, Math.floor(window / buckets))
+    const index = Math.floor(Math.floor(recordedMs * 1000) / width)
+    if (index < Math.floor((Math.floor(nowMs * 1000) - window) / width)) return 0
+    const count = this.counts.get(index) ?? 0
+    const removed = Math.min(units, count)
+    if (removed > 0) this.counts.set(index, count - removed)
+    return removed
+  }
+
   /** No bucket overlaps the window ending at `now`: without allocating, as the sweep asks it of every key. */
   isEmpty(nowMs: number, windowMs: number, buckets: number): boolean {
     const window = windowMs * 1000

@@ -3,9 +3,11 @@ import { checkInteger, checkOptionNames, optionNames } from '../common/validate.
 import { Bucketed } from './bucketed.js'
 import { SlidingLog } from './sliding-log.js'
 import {
+  type HoldRequest,
   type Lease,
   type LeaseRequest,
   type LeaseResult,
+  type RefundRequest,
   STORE,
   type Store,
   type WindowRequest,
@@ -71,6 +73,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const maxKeys = checkInteger(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys', 1, 2 ** 24)
 
   const entries = new Map<string, Entry>()
+  // Held keys (blocked or paused): until when (clock ms). Apart from the windows, so that a sweep of idle
+  // windows keeps them; an ended hold is dropped when next read, or by a sweep.
+  const holds = new Map<string, number>()
   let lastSweep = clock()
   // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
   let cursor: Iterator<[string, Entry]> | undefined
@@ -103,7 +108,51 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const now = clock()
     lastSweep = now
     cursor = undefined
+    dropEndedHolds(now)
     return sweepSome(now, Number.POSITIVE_INFINITY)
+  }
+
+  function dropEndedHolds(now: number): void {
+    for (const [key, until] of holds) if (until <= now) holds.delete(key)
+  }
+
+  /** Until when a key is held, or 0. */
+  function heldUntil(key: string, now: number): number {
+    const until = holds.get(key)
+    if (until === undefined) return 0
+    if (until > now) return until
+    holds.delete(key)
+    return 0
+  }
+
+  /** Holds a key until `until` unless it is held longer; at most maxKeys keys are held. */
+  function holdKey(key: string, until: number, now: number): void {
+    const current = holds.get(key)
+    if (current !== undefined && current >= until) return
+    if (current === undefined && holds.size >= maxKeys) {
+      dropEndedHolds(now)
+      if (holds.size >= maxKeys) {
+        throw new StoreError(
+          `memory store full: it holds maxKeys (${maxKeys}) held keys; raise maxKeys or use redisStore`,
+        )
+      }
+    }
+    holds.set(key, until)
+  }
+
+  /** A result on a held key: denied, with the wait until the hold ends (or until the cost fits, if later). */
+  const held = (result: WindowResult, until: number, now: number): WindowResult => ({
+    ...result,
+    allowed: false,
+    retryAfterMs: Math.max(result.retryAfterMs, Math.ceil(until - now)),
+  })
+
+  /** A window denied for lack of room by a consume holds its key for its block. */
+  function blocked(request: WindowRequest, result: WindowResult, now: number): WindowResult {
+    const block = request.blockMs ?? 0
+    if (block <= 0) return result
+    holdKey(request.key, now + block, now)
+    return { ...result, retryAfterMs: Math.max(result.retryAfterMs, block) }
   }
 
   /** A slice of sweeping per call; a store near its cap sweeps without waiting for the interval. */
@@ -162,7 +211,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const [only] = requests
     if (requests.length === 1 && only?.buckets !== undefined) {
       const { counter } = entriesOf(requests, record)[0] as Entry
-      const result = (counter as Bucketed).decide(now, only.limit, only.windowMs, only.buckets, only.cost, record)
+      const until = heldUntil(only.key, now)
+      let result = (counter as Bucketed).decide(
+        now,
+        only.limit,
+        only.windowMs,
+        only.buckets,
+        only.cost,
+        record && !until,
+      )
+      if (until) result = held(result, until, now)
+      else if (record && !result.allowed) result = blocked(only, result, now)
+      else if (record) result = { ...result, recorded: now }
       if (!result.allowed || !record) {
         if ((counter as Bucketed).isEmpty(now, only.windowMs, only.buckets)) entries.delete(only.key)
       }
@@ -171,18 +231,29 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     if (requests.some((request) => request.buckets !== undefined)) {
       throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
     }
+    const several = requests.length > 1
     const windows = entriesOf(requests, record).map((entry, i) => {
       const request = requests[i] as WindowRequest
       const log = entry.log as SlidingLog
-      return { request, log, used: log.used(now, request.windowMs) }
+      const used = log.used(now, request.windowMs)
+      const room = used + request.cost <= request.limit
+      const until = heldUntil(request.key, now)
+      return { request, log, used, room, until, allowed: room && until === 0 }
     })
-    const recorded = record && windows.every(({ request, used }) => used + request.cost <= request.limit)
-    if (recorded) for (const { request, log } of windows) log.add(now, request.cost)
-    const results = windows.map(({ request, log, used }) =>
-      log.result(now, request.limit, request.windowMs, request.cost, used, recorded),
-    )
+    // Shadow windows do not decide the call; each records what it would have admitted.
+    const admitted = record && windows.every((w) => w.allowed || (several && w.request.shadow))
+    const results = windows.map(({ request, log, used, room, until, allowed }) => {
+      const recorded = admitted && allowed
+      const at = recorded ? log.add(now, request.cost) : undefined
+      const result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
+      if (until) return held(result, until, now)
+      if (record && !room) return blocked(request, result, now)
+      return at === undefined ? result : { ...result, recorded: at }
+    })
     // A peek or a denial must not leave empty entries behind.
-    for (const { request, used } of windows) if (used === 0 && !recorded) entries.delete(request.key)
+    for (const { request, used, allowed } of windows) {
+      if (used === 0 && !(admitted && allowed)) entries.delete(request.key)
+    }
     return results
   }
 
@@ -193,7 +264,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const log = (entriesOf([request], true)[0] as Entry).log as SlidingLog
     const used = log.used(now, request.windowMs)
     const available = request.limit - used
-    if (available >= request.min) {
+    const until = heldUntil(request.key, now)
+    if (available >= request.min && !until) {
       const granted = Math.min(request.want, available)
       const score = log.add(now + request.ttlMs, granted)
       const { resetMs } = log.result(now, request.limit, request.windowMs, 0, used + granted, true)
@@ -203,12 +275,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
         retryAfterMs: 0,
         resetMs,
         now,
-        lease: { windowMs: request.windowMs, score, granted },
+        lease: { windowMs: request.windowMs, score, granted, recorded: score },
       }
     }
-    const denied = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
+    const result = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
+    const denied = until ? held(result, until, now) : result
     if (used === 0) entries.delete(request.key)
-    return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0 } }
+    return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0, recorded: 0 } }
   }
 
   return {
@@ -220,8 +293,27 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       entries.get(key)?.log?.remove(score, units)
     },
     peek: async (requests) => decide(requests, false),
+    refund: async (requests: readonly RefundRequest[], units: number) => {
+      const now = clock()
+      let most = 0
+      for (const { key, windowMs, buckets, recorded } of requests) {
+        const entry = entries.get(key)
+        let removed = 0
+        if (entry?.log && recorded > now - windowMs) removed = entry.log.remove(recorded, units)
+        else if (entry?.counter && buckets !== undefined) {
+          removed = entry.counter.remove(now, recorded, units, windowMs, buckets)
+        }
+        most = Math.max(most, removed)
+      }
+      return most
+    },
+    hold: async (requests: readonly HoldRequest[], ms: number) => {
+      const now = clock()
+      for (const { key } of requests) holdKey(key, now + ms, now)
+    },
     reset: async (key) => {
       entries.delete(key)
+      holds.delete(key)
     },
     sweep,
     get size() {

@@ -9,8 +9,10 @@ import { bucketedScript, slidingLogScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { createServerSet } from './server-set.js'
 import {
+  type HoldRequest,
   type LeaseRequest,
   type LeaseResult,
+  type RefundRequest,
   STORE,
   type Store,
   type WindowRequest,
@@ -126,22 +128,27 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
         const reply = numbers(await runner.run(bucketedScript, keys, args), bucketedScript)
         return { status: reply[0] as number, nowUs: reply[4] as number, reply }
       }
-      const { reply } = await runBefore(call, first.key, [limit, windowMs, buckets, cost, mode, 0], 5, until)
-      return [toResult(reply, 0, reply[4] as number)]
+      const args = [limit, windowMs, buckets, cost, mode, 0, first.blockMs ?? 0]
+      const { reply } = await runBefore(call, first.key, args, 5, until)
+      const result = toResult(reply, 0, reply[4] as number)
+      // An admission's units are in the bucket of its time: that time is what a refund names.
+      return [mode === 'consume' && result.allowed ? { ...result, recorded: reply[4] as number } : result]
     }
     // One cost for every window: the limiter asks for the same units in each policy.
     const args: (string | number)[] = [mode === 'consume' ? 'c' : 'p', first.cost, 0]
-    for (const request of requests) args.push(request.limit, request.windowMs)
+    const several = requests.length > 1
+    for (const request of requests) args.push(request.limit, request.windowMs, flagsOf(request, several))
     const { windows } = await runBefore(slidingLog(keys, requests.length), first.key, args, 2, until)
-    return windows
+    return windows.map((w) => (w.recordedUs > 0 ? { ...w, recorded: w.recordedUs } : w))
   }
 
   async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {
     const { key, limit, windowMs, want, min, waitFor, ttlMs } = request
-    const args = ['l', want, 0, limit, windowMs, min, waitFor, ttlMs]
+    const args = ['l', want, 0, limit, windowMs, '0', min, waitFor, ttlMs]
     const reply = await runBefore(slidingLog([`${prefix}:${key}`], 1), key, args, 2, deadline)
     const window = reply.windows[0] as WindowResult & { recordedUs: number }
-    return { ...window, lease: { windowMs, score: window.recordedUs / 1000, granted: reply.units } }
+    const { recordedUs } = window
+    return { ...window, lease: { windowMs, score: recordedUs / 1000, granted: reply.units, recorded: recordedUs } }
   }
 
   return {
@@ -158,6 +165,31 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
       )
     },
     peek: (requests) => decide(requests, 'peek'),
+    refund: async (requests: readonly RefundRequest[], units: number) => {
+      const [first] = requests
+      if (first === undefined) return 0
+      const keys = requests.map((request) => `${prefix}:${request.key}`)
+      if (first.buckets !== undefined) {
+        const args = [1, first.windowMs, first.buckets, units, 'refund', 0, 0, first.recorded]
+        return numbers(await runner.run(bucketedScript, keys, args), bucketedScript)[0] as number
+      }
+      const args: (string | number)[] = ['r', units, 0]
+      for (const request of requests) args.push(request.recorded, request.windowMs)
+      return readSlidingLog(await runner.runBuffer(slidingLogScript, keys, args), 0).units
+    },
+    hold: async (requests: readonly HoldRequest[], ms: number) => {
+      const [first] = requests
+      if (first === undefined) return
+      const keys = requests.map((request) => `${prefix}:${request.key}`)
+      if (first.buckets !== undefined) {
+        // A bucketed window is decided alone, so it is held alone.
+        await runner.run(bucketedScript, keys, [1, first.windowMs, first.buckets, ms, 'hold', 0, 0])
+        return
+      }
+      const args: (string | number)[] = ['z', ms, 0]
+      for (const request of requests) args.push(0, request.windowMs, '0')
+      await runner.runBuffer(slidingLogScript, keys, args)
+    },
     reset: async (key) => {
       await client.del(`${prefix}:${key}`)
     },
@@ -167,6 +199,12 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     readySince,
     servers,
   }
+}
+
+/** A window's flags for lua/sliding-log.lua: its block in ms ('0' for none), after an 's' for a shadow window. */
+function flagsOf(request: WindowRequest, several: boolean): string {
+  const block = String(request.blockMs ?? 0)
+  return several && request.shadow ? `s${block}` : block
 }
 
 function isScriptClient(client: unknown): client is ScriptClient {
@@ -226,6 +264,18 @@ const unexpected = (reply: unknown, script: LuaScript) =>
  * "Unhandled error event" print, so it is printed here as ioredis would while no one else listens.
  */
 function watchConnection(client: ScriptClient) {
+  let watcher = watchers.get(client)
+  if (!watcher) {
+    watcher = listenToConnection(client)
+    watchers.set(client, watcher)
+  }
+  return watcher
+}
+
+// One watcher per client, however many stores share it: a store adds no listener of its own.
+const watchers = new WeakMap<ScriptClient, ReturnType<typeof listenToConnection>>()
+
+function listenToConnection(client: ScriptClient) {
   let last: unknown
   let readyAt = client.status === 'ready' ? performance.now() : undefined
   client.on('error', (error: unknown) => {

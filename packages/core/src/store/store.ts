@@ -13,6 +13,28 @@ export interface WindowRequest {
   readonly cost: number
   /** Set for the bucketed algorithm: the window is kept as this many sub-window counters. */
   readonly buckets?: number
+  /** A consume this window denies for lack of room holds its key this long (ms): every call is denied meanwhile. */
+  readonly blockMs?: number
+  /**
+   * With several windows in one call: this window's decision is reported but does not decide the call; it records
+   * the call's units when the call is admitted and it has room itself.
+   */
+  readonly shadow?: boolean
+}
+
+/** A window to take a refund from: its key and window (and buckets), and when the units were recorded there. */
+export interface RefundRequest {
+  readonly key: string
+  readonly windowMs: number
+  readonly buckets?: number
+  readonly recorded: number
+}
+
+/** A key to hold: its window (and its algorithm's buckets), as in the requests that decide it. */
+export interface HoldRequest {
+  readonly key: string
+  readonly windowMs: number
+  readonly buckets?: number
 }
 
 /** A store's answer for one window, in the scripts' terms. */
@@ -24,6 +46,8 @@ export interface WindowResult {
   readonly resetMs: number
   /** The store clock's time of the decision, in ms (the server's clock for Redis). */
   readonly now: number
+  /** When this call's units were recorded in this window, in the store's own terms (what a refund names); unset when none were. */
+  readonly recorded?: number
 }
 
 /** A request to reserve units of one window for this process (see lua/lease.lua). */
@@ -47,6 +71,8 @@ export interface Lease {
   /** The store time every reserved unit was recorded at, in ms: the lease's expiry, or later. */
   readonly score: number
   readonly granted: number
+  /** The store's own stamp of that time, as a result's `recorded`: what a refund of leased units names. */
+  readonly recorded: number
 }
 
 export interface LeaseResult extends WindowResult {
@@ -73,6 +99,16 @@ export interface Store {
   lease?(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult>
   /** Returns `units` unused units of a lease. */
   release?(key: string, lease: Lease, units: number): Promise<void>
+  /**
+   * Holds keys for `ms`: every consume, peek and lease on them is denied until then, with the wait until then. A
+   * longer hold already in place stays; a shorter one is extended.
+   */
+  hold(requests: readonly HoldRequest[], ms: number): Promise<void>
+  /**
+   * Removes `units` recorded at `recorded` (a result's stamp) from each window, if still in it: an admission
+   * refunded. Resolves to the most units removed from one window (0 when none were: already out of the window).
+   */
+  refund?(requests: readonly RefundRequest[], units: number): Promise<number>
   /** For a remote store: false while its connection is down, so that limiters do not send at all. */
   isConnected?(): boolean
   /**
