@@ -23,6 +23,7 @@ export {
   type PeekOptions,
   type RateLimiter,
   type RateLimiterOptions,
+  type RefundResult,
 } from './limiter/limiter.js'
 export type { LocalOptions } from './limiter/local-tier.js'
 export {

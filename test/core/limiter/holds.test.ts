@@ -1,4 +1,4 @@
-import { createRateLimiter, memoryStore } from '@fleetlimit/core'
+import { createRateLimiter, isFleetlimitError, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { describeHoldsAndRefunds } from '../../support/holds.js'
 import { closeStoreClients, storeKinds } from '../../support/stores.js'
@@ -55,6 +55,27 @@ describe('blocks, pauses, shadow mode and refunds', () => {
       const late = await limiter.consume('t')
       now = 2_800
       expect(await limiter.refund(late), 'its units left the window').to.deep.equal({ units: 0, outcome: 'expired' })
+    })
+
+    it('a refund the store fails rejects with a StoreError and can be tried again', async () => {
+      const inner = store()
+      let fail = true
+      const flaky = {
+        ...inner,
+        refund: async (...args: Parameters<NonNullable<typeof inner.refund>>) => {
+          if (fail) throw new Error('connection lost')
+          return inner.refund(...args)
+        },
+      }
+      const limiter = createRateLimiter({ store: flaky, limit: 1, window: 1_000, local: false, logger: { warn() {} } })
+      const d = await limiter.consume('t')
+      const error = await limiter.refund(d).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE'), String(error)).to.equal(true)
+      fail = false
+      expect(await limiter.refund(d)).to.deep.equal({ units: 1, outcome: 'refunded' })
     })
 
     it('rejects bad options with a coded error', () => {

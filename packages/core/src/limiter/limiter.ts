@@ -400,15 +400,19 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         return { units: 0, outcome: decision?.allowed === false ? 'denied' : 'not-refundable' }
       }
       if (!store.refund) return { units: 0, outcome: 'not-refundable' }
+      // Taken at once, so that of concurrent refunds of one decision one is sent; given back if it fails.
       receipts.delete(decision)
       refunded.add(decision)
       tier?.forgetDenial(receipt.id)
       const key = (receipt.requests[0] as RefundRequest).key
-      const units = await (store.refund as NonNullable<Store['refund']>)(receipt.requests, receipt.units).catch(
-        (error: unknown) => {
+      const refund = store.refund.bind(store)
+      const units = await caller
+        .ask(key, () => refund(receipt.requests, receipt.units))
+        .catch((error: unknown) => {
+          receipts.set(decision, receipt)
+          refunded.delete(decision)
           throw caller.failure(error, key)
-        },
-      )
+        })
       counters.refundedUnits += units
       return units > 0 ? { units, outcome: 'refunded' } : { units: 0, outcome: 'expired' }
     },
