@@ -1,3 +1,5 @@
+import { createServer, request as httpRequest, type RequestListener } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { Decision, Policy } from '@fleetlimit/core'
 import type { HttpRateLimitOptions } from '@fleetlimit/core/http'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
@@ -6,7 +8,7 @@ import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
 import Router from '@koa/router'
 import express5, { type Request } from 'express'
 import express4 from 'express4'
-import Fastify, { type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import Koa3, { type Context } from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
@@ -24,7 +26,8 @@ export type SharedOptions = Omit<HttpRateLimitOptions<never>, 'limit' | 'window'
 /**
  * One app, the same on every framework: GET /users/:id, GET /search, a router mounted under /api with
  * GET /api/items/:id, and one mounted under a pattern with GET /users/:uid/posts, each answering {"ok":true}. `route` limits every route (per-route middleware, or
- * Fastify's `config.rateLimit`); `app` limits the whole app (app.use, or the plugin's own policy).
+ * Fastify's `config.rateLimit`); `app` limits the whole app (app.use, or the plugin's own policy). Also
+ * GET /status/:code answers {"ok":true} with that status, and GET /wait answers once `wait()` has resolved.
  */
 export interface AppSpec {
   readonly shared?: SharedOptions
@@ -37,10 +40,17 @@ export interface AppSpec {
   readonly sameMiddlewareTwice?: boolean
   /** Each route answers `{"rateLimit": …}`: the decision its handler reads off the request (null when unset). */
   readonly echoDecision?: boolean
+  /** Called by GET /wait's handler, which answers once the promise resolves. */
+  readonly wait?: () => Promise<void>
 }
 
 export interface TestApp {
   request(method: 'GET' | 'HEAD', path: string, headers?: Record<string, string>): Promise<Exchange>
+  /**
+   * Sends GET `path` over a real connection and, once `entered` resolves (say, when the handler has started),
+   * destroys the socket without waiting for the response; resolves when the client's side has closed.
+   */
+  abort(path: string, entered: Promise<unknown>): Promise<void>
   close(): Promise<void>
 }
 
@@ -83,6 +93,12 @@ function expressFlavour(name: string, express: typeof express5): Flavour {
       if (appLimit) app.use(appLimit)
       app.get('/users/:id', ...limit(), ok)
       app.get('/search', ...limit(), ok)
+      app.get('/status/:code', ...limit(), (req, res) => {
+        res.status(Number(req.params.code)).type('application/json').send(OK)
+      })
+      app.get('/wait', ...limit(), (req, res) => {
+        void (spec.wait?.() ?? Promise.resolve()).then(() => ok(req, res))
+      })
       const router = express.Router()
       if (spec.sameMiddlewareTwice && appLimit) router.use(appLimit)
       router.get('/items/:id', ...limit(), ok)
@@ -112,6 +128,14 @@ function koaFlavour(name: string, Koa: typeof Koa3): Flavour {
       const router = new Router()
       router.get('/users/:id', ...limit(), ok)
       router.get('/search', ...limit(), ok)
+      router.get('/status/:code', ...limit(), (ctx) => {
+        ctx.status = Number(ctx.params.code)
+        ctx.body = { ok: true }
+      })
+      router.get('/wait', ...limit(), async (ctx) => {
+        await spec.wait?.()
+        ok(ctx)
+      })
       const api = new Router({ prefix: '/api' })
       if (spec.sameMiddlewareTwice && appLimit) api.use(appLimit)
       api.get('/items/:id', ...limit(), ok)
@@ -135,6 +159,13 @@ const fastifyFlavour: Flavour = {
     const ok = async (req: FastifyRequest) => answer(spec, req.rateLimit)
     app.get('/users/:id', config, ok)
     app.get('/search', config, ok)
+    app.get('/status/:code', config, async (req: FastifyRequest, reply: FastifyReply) => {
+      return reply.code(Number((req.params as { code: string }).code)).send({ ok: true })
+    })
+    app.get('/wait', config, async (req: FastifyRequest) => {
+      await spec.wait?.()
+      return ok(req)
+    })
     await app.register(
       async (api) => {
         api.get('/items/:id', config, ok)
@@ -152,6 +183,10 @@ const fastifyFlavour: Flavour = {
       async request(method, path, headers = {}) {
         const res = await app.inject({ method, url: path, headers })
         return { status: res.statusCode, headers: stringHeaders(res.headers), body: res.body }
+      },
+      async abort(path, entered) {
+        if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+        await abortRequest((app.server.address() as AddressInfo).port, path, entered)
       },
       close: () => app.close(),
     }
@@ -175,8 +210,29 @@ function supertestApp(handler: Parameters<typeof request>[0]): TestApp {
         })
       return { status: res.status, headers: stringHeaders(res.headers), body: String(res.body ?? '') }
     },
+    async abort(path, entered) {
+      const server = createServer(handler as RequestListener)
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      try {
+        await abortRequest((server.address() as AddressInfo).port, path, entered)
+      } finally {
+        server.closeAllConnections()
+        await new Promise((resolve) => server.close(resolve))
+      }
+    },
     close: async () => {},
   }
+}
+
+/** GET `path` on the port, abandoned (the socket destroyed) once `entered` resolves. */
+async function abortRequest(port: number, path: string, entered: Promise<unknown>): Promise<void> {
+  const req = httpRequest({ host: '127.0.0.1', port, path, agent: false })
+  const closed = new Promise((resolve) => req.once('close', resolve))
+  req.on('error', () => {}) // the hang-up this causes
+  req.end()
+  await entered
+  req.destroy()
+  await closed
 }
 
 function stringHeaders(headers: Record<string, unknown>): Record<string, string> {

@@ -1,14 +1,18 @@
 // @fleetlimit/core/http: the contract for adapter authors (Express, Koa and Fastify use it; so would a Hono or
 // NestJS adapter). An adapter reads a RequestInfo off its framework's request, calls `handle`, then copies the
-// outcome's headers onto the response and either continues or answers with the outcome's status and body.
+// outcome's headers onto the response and either continues or answers with the outcome's status and body. When
+// `settles`, it hands an admitted request's decision to `settle` once the response ends (`onResponseEnd`).
 export { type HeaderOptions, type HeaderStandard, rateLimitHeaders } from './http/headers.js'
 export {
   createHttpLimiter,
   type FrameworkInfo,
   type HttpLimiter,
+  type HttpLimiterStats,
   type HttpOutcome,
   type HttpRateLimitOptions,
   hasLimitSource,
+  type NodeResponse,
+  onResponseEnd,
   type RequestInfo,
   UNMATCHED_ROUTE,
   withoutLimitSource,

@@ -1,6 +1,6 @@
 import type { Decision } from '@fleetlimit/core'
-import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core/http'
-import type { Request, RequestHandler } from 'express'
+import { createHttpLimiter, type HttpRateLimitOptions, onResponseEnd, type RequestInfo } from '@fleetlimit/core/http'
+import type { Request, RequestHandler, Response } from 'express'
 import { createRoutePatterns } from './route-pattern.js'
 
 declare global {
@@ -12,7 +12,7 @@ declare global {
   }
 }
 
-export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>
+export type ExpressRateLimitOptions = HttpRateLimitOptions<Request, Response>
 
 const EXPRESS = {
   name: 'Express',
@@ -31,7 +31,7 @@ const EXPRESS = {
  * ```
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const http = createHttpLimiter<Request>(options, EXPRESS)
+  const http = createHttpLimiter<Request, Response>(options, EXPRESS)
   // A route(req) of the user's own replaces the pattern: no need to work it out then.
   const routePattern = options.route === undefined ? createRoutePatterns() : () => undefined
 
@@ -54,6 +54,10 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       if (outcome.decision) req.rateLimit = outcome.decision
       if (outcome.action === 'next') {
         for (const [name, value] of Object.entries(outcome.headers)) res.setHeader(name, value)
+        const { decision } = outcome
+        if (http.settles && decision?.allowed) {
+          onResponseEnd(res, (finished, status) => void http.settle(req, res, decision, finished, status))
+        }
         next()
         return
       }

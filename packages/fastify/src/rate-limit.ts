@@ -4,6 +4,7 @@ import {
   type HttpLimiter,
   type HttpRateLimitOptions,
   hasLimitSource,
+  onResponseEnd,
   type RequestInfo,
   withoutLimitSource,
 } from '@fleetlimit/core/http'
@@ -29,7 +30,7 @@ export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler'
 const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandler']
 
 /** The plugin's options; without a limit, only routes with `config.rateLimit` are limited. */
-export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyRequest> {
+export interface FastifyRateLimitOptions extends HttpRateLimitOptions<FastifyRequest, FastifyReply> {
   /**
    * Where requests are limited. Default 'onRequest': before the body is read. 'preValidation' or 'preHandler'
    * run after hooks registered before the plugin in that stage or earlier (an auth hook setting `request.user`
@@ -72,17 +73,19 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, { ho
   }
   // One set of one-time warnings for the plugin's own policy and every route's.
   const warned = new Set<string>()
-  const global = hasLimitSource(options) ? createHttpLimiter<FastifyRequest>(options, FASTIFY, warned) : undefined
+  const global = hasLimitSource(options)
+    ? createHttpLimiter<FastifyRequest, FastifyReply>(options, FASTIFY, warned)
+    : undefined
   // Route policies share the plugin's other options (store, headers, tenant, …), built once per policy object.
   const shared = withoutLimitSource(options)
-  const perRoute = new Map<RouteRateLimit, HttpLimiter<FastifyRequest>>()
+  const perRoute = new Map<RouteRateLimit, HttpLimiter<FastifyRequest, FastifyReply>>()
   let trustsAll: boolean | undefined
 
   function routeLimiter(config: Policy | PolicyOptions | readonly (Policy | PolicyOptions)[]) {
     let http = perRoute.get(config)
     if (!http) {
       const policy = Array.isArray(config) ? { policies: config } : { policy: config as Policy | PolicyOptions }
-      http = createHttpLimiter<FastifyRequest>({ ...shared, ...policy }, FASTIFY, warned)
+      http = createHttpLimiter<FastifyRequest, FastifyReply>({ ...shared, ...policy }, FASTIFY, warned)
       perRoute.set(config, http)
     }
     return http
@@ -125,6 +128,11 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, { ho
     reply.headers(outcome.headers)
     // A Buffer, so Fastify adds no charset to the content type: the same bytes as the other adapters.
     if (outcome.action === 'respond') return reply.code(outcome.status).send(Buffer.from(outcome.body))
+    const { decision } = outcome
+    // On the raw response rather than in onResponse: it also tells a client that went away before the reply.
+    if (http.settles && decision?.allowed) {
+      onResponseEnd(reply.raw, (finished, status) => void http.settle(request, reply, decision, finished, status))
+    }
   }
   fastify.addHook(hook, limit)
 }

@@ -1,5 +1,5 @@
 import type { Decision } from '@fleetlimit/core'
-import { createHttpLimiter, type HttpRateLimitOptions, type RequestInfo } from '@fleetlimit/core/http'
+import { createHttpLimiter, type HttpRateLimitOptions, onResponseEnd, type RequestInfo } from '@fleetlimit/core/http'
 import type { Context, Middleware } from 'koa'
 
 /** What the middleware puts in `ctx.state`: for apps that type their state themselves (`Koa<MyState & KoaRateLimitState>`). */
@@ -12,7 +12,8 @@ declare module 'koa' {
   interface DefaultState extends KoaRateLimitState {}
 }
 
-export type KoaRateLimitOptions = HttpRateLimitOptions<Context>
+/** Koa's options; `requestWasSuccessful` is called with `(ctx, ctx)`. */
+export type KoaRateLimitOptions = HttpRateLimitOptions<Context, Context>
 
 const KOA = {
   name: 'Koa',
@@ -58,13 +59,19 @@ function describe(ctx: Context): RequestInfo {
  * ```
  */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
-  const http = createHttpLimiter<Context>(options, KOA)
+  const http = createHttpLimiter<Context, Context>(options, KOA)
   return async (ctx, next) => {
     const outcome = await http.handle(ctx, describe(ctx))
     // Stacked limiters (app-wide, then per route): the last one to decide sets it.
     if (outcome.decision) ctx.state.rateLimit = outcome.decision
     ctx.set(outcome.headers)
-    if (outcome.action === 'next') return next()
+    if (outcome.action === 'next') {
+      const { decision } = outcome
+      if (http.settles && decision?.allowed) {
+        onResponseEnd(ctx.res, (finished, status) => void http.settle(ctx, ctx, decision, finished, status))
+      }
+      return next()
+    }
     ctx.status = outcome.status
     ctx.body = outcome.body
   }

@@ -1,5 +1,5 @@
 import { parseDuration } from '../common/duration.js'
-import { isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
+import { describe, isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
 import {
   checkBoolean,
   checkInteger,
@@ -9,7 +9,13 @@ import {
   optionNames,
 } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
-import { type CallLimit, createRateLimiter, type Logger, type RateLimiter } from '../limiter/limiter.js'
+import {
+  type CallLimit,
+  createRateLimiter,
+  type Logger,
+  type RateLimiter,
+  type RefundResult,
+} from '../limiter/limiter.js'
 import type { LocalOptions } from '../limiter/local-tier.js'
 import { MAX_LIMIT, POLICY_OPTION_NAMES, POLICY_OPTIONS, type Policy, type PolicyOptions } from '../limiter/policy.js'
 import type { Store } from '../store/store.js'
@@ -19,8 +25,11 @@ import { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody 
 
 type MaybePromise<T> = T | Promise<T>
 
-/** The options every adapter's `rateLimit` takes; `Req` is the framework's request (or context). */
-export interface HttpRateLimitOptions<Req> extends Partial<Omit<PolicyOptions, 'cost' | 'limit'>> {
+/**
+ * The options every adapter's `rateLimit` takes; `Req` is the framework's request (or context), `Res` its
+ * response (Koa's is the context again).
+ */
+export interface HttpRateLimitOptions<Req, Res = unknown> extends Partial<Omit<PolicyOptions, 'cost' | 'limit'>> {
   /**
    * The most units admitted in any window: a number, or a function of the request for per-tenant plans (its
    * result is this request's limit, validated per request: a number, or with several policies a map from
@@ -48,8 +57,26 @@ export interface HttpRateLimitOptions<Req> extends Partial<Omit<PolicyOptions, '
   headers?: HeaderStandard | false
   /** Also send X-RateLimit-* headers. Default false. */
   legacyHeaders?: boolean
-  /** Called on every denial, before the response is sent. */
+  /**
+   * Called on every denial, before the response is sent; and on every request a shadow policy would have
+   * denied (`decision.shadowDenied`: let through), before it continues.
+   */
   onLimited?: (req: Req, decision: Decision) => MaybePromise<void>
+  /**
+   * Give back the units of a request that failed: its status was 400 or more (or `requestWasSuccessful` said
+   * false), or the client closed the connection before the response finished. The refund is made after the
+   * response, off its path. Default false.
+   */
+  skipFailedRequests?: boolean
+  /** Give back the units of a request that succeeded: its status was below 400 (or `requestWasSuccessful` said true). Default false. */
+  skipSuccessfulRequests?: boolean
+  /**
+   * Whether a finished request succeeded, for `skipFailedRequests` and `skipSuccessfulRequests`, instead of
+   * `status < 400`; called once the response has finished (not for a closed connection: that one failed). Its
+   * arguments are Express's `(req, res)`, Fastify's `(request, reply)`, and Koa's `(ctx, ctx)`. A function that
+   * throws or returns no boolean leaves the request counted, and is logged once.
+   */
+  requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>
   /** Status of a denial. Default 429. */
   statusCode?: number
   /** Body of a denial: text, a JSON value, or a function of the request and decision. Default: problem+json. */
@@ -100,9 +127,60 @@ export type HttpOutcome =
       readonly decision: Decision | undefined
     }
 
-export interface HttpLimiter<Req extends object> {
+export interface HttpLimiter<Req extends object, Res = unknown> {
   readonly limiter: RateLimiter
+  /**
+   * `skipFailedRequests` or `skipSuccessfulRequests` is set: an admitted request's decision is to be settled
+   * once its response ends. Adapters listen for the end only then.
+   */
+  readonly settles: boolean
   handle(req: Req, info: RequestInfo): Promise<HttpOutcome>
+  /**
+   * Refunds an admitted decision's units if this request should not count: call it once, when the response has
+   * finished (`finished` true, with the status sent) or the connection closed before (`finished` false). Never
+   * rejects: a failed refund is counted in `stats().refundErrors`. Resolves to the refund made, or undefined.
+   */
+  settle(
+    req: Req,
+    res: Res,
+    decision: Decision | undefined,
+    finished: boolean,
+    status: number,
+  ): Promise<RefundResult | undefined>
+  stats(): HttpLimiterStats
+}
+
+/** What `settle` did, since this HTTP limiter was created. */
+export interface HttpLimiterStats {
+  /** Requests whose units were given back (skipFailedRequests, skipSuccessfulRequests). */
+  readonly refunds: number
+  /** Refunds the store failed (the units stay counted until they leave the window); the limiter logs the outage. */
+  readonly refundErrors: number
+}
+
+/** What `onResponseEnd` reads of a Node response (`http.ServerResponse`: Express's `res`, Koa's `ctx.res`, Fastify's `reply.raw`). */
+export interface NodeResponse {
+  readonly writableFinished: boolean
+  readonly statusCode: number
+  once(event: 'finish' | 'close', listener: () => void): unknown
+  off(event: 'finish' | 'close', listener: () => void): unknown
+}
+
+/**
+ * Calls `ended` once, when a Node response has finished (`finished` true) or its connection closed before it did
+ * (false), with the status sent: what an adapter hands to `settle`.
+ */
+export function onResponseEnd(res: NodeResponse, ended: (finished: boolean, status: number) => void): void {
+  const end = (finished: boolean) => {
+    res.off('finish', onFinish)
+    res.off('close', onClose)
+    ended(finished, res.statusCode)
+  }
+  const onFinish = () => end(true)
+  // 'close' follows 'finish' too; first, it means the client went away before the response was sent.
+  const onClose = () => end(res.writableFinished)
+  res.once('finish', onFinish)
+  res.once('close', onClose)
 }
 
 export interface FrameworkInfo {
@@ -125,6 +203,9 @@ const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
   headers: true,
   legacyHeaders: true,
   onLimited: true,
+  skipFailedRequests: true,
+  skipSuccessfulRequests: true,
+  requestWasSuccessful: true,
   statusCode: true,
   message: true,
   ipv6Subnet: true,
@@ -149,18 +230,28 @@ const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze
  * if (outcome.action === 'respond') reply(outcome.status, outcome.headers, outcome.body)
  * ```
  */
-export function createHttpLimiter<Req extends object>(
-  options: HttpRateLimitOptions<Req>,
+export function createHttpLimiter<Req extends object, Res = unknown>(
+  options: HttpRateLimitOptions<Req, Res>,
   framework: FrameworkInfo,
   /** The one-time warnings already given: one set shared by an adapter's limiters warns once for all. */
   warned: Set<string> = new Set(),
-): HttpLimiter<Req> {
+): HttpLimiter<Req, Res> {
   checkOptionNames(options, 'rateLimit', ADAPTER_OPTION_NAMES)
   const limiter = resolveLimiter(options)
   const tenantOf = optionalFunction(options.tenant, 'tenant')
   const routeOf = optionalFunction(options.route, 'route')
   const skip = optionalFunction(options.skip, 'skip')
   const onLimited = optionalFunction(options.onLimited, 'onLimited')
+  const skipFailed = checkBoolean(options.skipFailedRequests ?? false, 'skipFailedRequests')
+  const skipSuccessful = checkBoolean(options.skipSuccessfulRequests ?? false, 'skipSuccessfulRequests')
+  const wasSuccessful = options.requestWasSuccessful
+  if (wasSuccessful !== undefined && typeof wasSuccessful !== 'function') {
+    throw new OptionError(
+      'requestWasSuccessful',
+      wasSuccessful,
+      'a function of (req, res) that returns (or resolves to) true for a successful request',
+    )
+  }
   const costOf = optionalFunction(typeof options.cost === 'function' ? options.cost : undefined, 'cost')
   const limitOf = optionalFunction(typeof options.limit === 'function' ? options.limit : undefined, 'limit')
   const standard: HeaderStandard | false =
@@ -182,6 +273,7 @@ export function createHttpLimiter<Req extends object>(
     windows: new Map(limiter.policies.map((p) => [p.name, p.window])),
   }
   const counted = new WeakSet<Req>()
+  const counters = { refunds: 0, refundErrors: 0 }
 
   /** The message is made only when given: these checks run on every request. */
   function warnOnce(kind: string, message: () => string): void {
@@ -242,7 +334,7 @@ export function createHttpLimiter<Req extends object>(
   const denials = new Map<string, SizedBody>()
   function defaultDenial(decision: Decision): SizedBody {
     const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
-    const denied = decision.policies?.filter((d) => !d.allowed).map((d) => d.policy) ?? ''
+    const denied = decision.policies?.filter((d) => !d.allowed && !d.shadow).map((d) => d.policy) ?? ''
     const id = `${retryAfter} ${decision.policy} ${denied}`
     let body = denials.get(id)
     if (!body) {
@@ -301,11 +393,52 @@ export function createHttpLimiter<Req extends object>(
         return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
       }
       const headers = rateLimitHeaders(decision, headerOptions)
-      if (decision.allowed) return { action: 'next', headers, decision }
+      if (decision.allowed) {
+        // A shadow policy's denial is reported as a denial is, and let through.
+        if (decision.shadowDenied && onLimited) await onLimited(req, decision)
+        return { action: 'next', headers, decision }
+      }
       if (onLimited) await onLimited(req, decision)
       const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
       return respond(statusCode, headers, body, decision)
     },
+    settles: skipFailed || skipSuccessful,
+    async settle(req, res, decision, finished, status) {
+      if (!(skipFailed || skipSuccessful) || !decision?.allowed) return undefined
+      // A closed connection is a failure, whatever the function would say of a response never sent.
+      const succeeded = finished ? await successOf(req, res, status) : false
+      if (succeeded === undefined || !(succeeded ? skipSuccessful : skipFailed)) return undefined
+      try {
+        const result = await limiter.refund(decision)
+        if (result.outcome === 'refunded') counters.refunds++
+        return result
+      } catch {
+        // The limiter logged the store's failure (once an outage); the request is over: nothing to throw to.
+        counters.refundErrors++
+        return undefined
+      }
+    },
+    stats: () => ({ ...counters }),
+  }
+
+  /** Whether a finished request succeeded; undefined (it stays counted) when requestWasSuccessful fails. */
+  async function successOf(req: Req, res: Res, status: number): Promise<boolean | undefined> {
+    if (!wasSuccessful) return status < 400
+    let result: unknown
+    try {
+      result = await wasSuccessful(req, res)
+    } catch (error) {
+      const text = shown(error instanceof Error ? error.message : String(error))
+      warnOnce('success-threw', () => `requestWasSuccessful(req, res) threw ${text}: such requests stay counted.`)
+      return undefined
+    }
+    if (typeof result === 'boolean') return result
+    warnOnce(
+      'success-not-boolean',
+      () =>
+        `requestWasSuccessful(req, res) returned ${describe(result)}, not true or false: such requests stay counted.`,
+    )
+    return undefined
   }
 }
 
@@ -326,7 +459,7 @@ function defaultRoute(info: RequestInfo): string {
 }
 
 /** The inline policy options among an adapter's options (a `cost` function is the adapter's, not the policy's). */
-function inlinePolicy<Req>(options: HttpRateLimitOptions<Req>): Partial<PolicyOptions> {
+function inlinePolicy<Req, Res>(options: HttpRateLimitOptions<Req, Res>): Partial<PolicyOptions> {
   const entries = POLICY_OPTION_NAMES.flatMap((name) => {
     const value = options[name]
     return value === undefined || typeof value === 'function' ? [] : [[name, value] as const]
@@ -335,7 +468,7 @@ function inlinePolicy<Req>(options: HttpRateLimitOptions<Req>): Partial<PolicyOp
 }
 
 /** Whether the options name a limit at all (Fastify's plugin may be registered for per-route policies only). */
-export function hasLimitSource<Req>(options: HttpRateLimitOptions<Req>): boolean {
+export function hasLimitSource<Req, Res>(options: HttpRateLimitOptions<Req, Res>): boolean {
   const { limiter, policy, policies } = options
   return (
     limiter !== undefined ||
@@ -346,13 +479,13 @@ export function hasLimitSource<Req>(options: HttpRateLimitOptions<Req>): boolean
 }
 
 /** The options without what sets the limit: what a route's own policy shares with the plugin's options. */
-export function withoutLimitSource<Req>(options: HttpRateLimitOptions<Req>): HttpRateLimitOptions<Req> {
+export function withoutLimitSource<Req, Res>(options: HttpRateLimitOptions<Req, Res>): HttpRateLimitOptions<Req, Res> {
   // A function-valued `limit` (per-tenant plans) is the plugin policy's: a route's own policy keeps its limit.
   const limitNames = new Set<string>(['limiter', 'policy', 'policies', 'limit', ...Object.keys(inlinePolicy(options))])
   return Object.fromEntries(Object.entries(options).filter(([name]) => !limitNames.has(name)))
 }
 
-function resolveLimiter<Req>(options: HttpRateLimitOptions<Req>): RateLimiter {
+function resolveLimiter<Req, Res>(options: HttpRateLimitOptions<Req, Res>): RateLimiter {
   const inline = inlinePolicy(options)
   if (typeof options.limit === 'function' && Object.keys(inline).length > 0) {
     // Each request names its limit: the policy's is only the ceiling, and its name does not carry a number.

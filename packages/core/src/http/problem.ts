@@ -13,7 +13,8 @@ const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-ex
  * policies (the `violated-policies` member the RateLimit draft defines) and the wait in seconds.
  */
 export function quotaExceededBody(decision: Decision, status: number): ResponseBody {
-  const violated = (decision.policies ?? [decision]).filter((d) => !d.allowed).map((d) => d.policy)
+  // A shadow policy violates nothing: it only measures.
+  const violated = (decision.policies ?? [decision]).filter((d) => !d.allowed && !d.shadow).map((d) => d.policy)
   const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
   const problem = {
     type: QUOTA_EXCEEDED,
