@@ -7,6 +7,8 @@ import { createApp as expressApp } from '../examples/express-basic/app.js'
 import { createApp as fastifyApp } from '../examples/fastify-plugin/app.js'
 import { createApp as koaApp } from '../examples/koa-router/app.js'
 import { startExample as otelExample } from '../examples/otel-prometheus/app.js'
+import { runExample as outboundExample } from '../examples/outbound/app.js'
+import { redisUrl } from './support/root-hooks.js'
 
 describe('the examples', () => {
   it('the demo’s HTTP part: five searches admitted, then 429s, with headers', async () => {
@@ -59,5 +61,25 @@ describe('the examples', () => {
     } finally {
       await example.close()
     }
+  })
+
+  it('outbound: four workers keep to the upstream’s quota through Redis, and its 429 pauses them all', async function () {
+    this.timeout(60_000)
+    const lines: string[] = []
+    const report = await outboundExample({ redisUrl: redisUrl(), phaseMs: 1_000, log: (line) => lines.push(line) })
+    const [held, strict, after] = report.phases
+    expect(held?.limited, 'no 429 while fleetlimit holds the quota').to.equal(0)
+    expect(
+      held?.sentByWorker.every((n) => n > 0),
+      'every worker calls the upstream',
+    ).to.equal(true)
+    expect(strict?.limited, 'one 429 per worker in flight when the upstream turned strict').to.be.within(1, 4)
+    expect(report.pauses.length).to.be.within(1, 4)
+    expect(report.pauses.every((p) => p.ms === 2_000)).to.equal(true)
+    expect(lines.filter((line) => /^ +\+[\d.]+ s +fleet-wide pause:/.test(line))).to.have.length(1)
+    expect(after?.limited, 'no 429 after the pause').to.equal(0)
+    expect(after?.ok).to.be.greaterThan(0)
+    expect(report.errors).to.equal(0)
+    expect(report.passed).to.equal(true)
   })
 })

@@ -35,6 +35,12 @@ export {
   type PolicyScope,
   type StoreErrorMode,
 } from './limiter/policy.js'
+export {
+  type FetchFunction,
+  type LimitedFetchOptions,
+  limitedFetch,
+  type OutboundLimiter,
+} from './outbound/limited-fetch.js'
 export type { BreakerState, CircuitBreakerOptions } from './store/circuit-breaker.js'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './store/memory-store.js'
 export { type RedisStoreOptions, redisStore } from './store/redis-store.js'

@@ -64,7 +64,7 @@ describe('blocks, pauses, shadow mode and refunds', () => {
         ...inner,
         refund: async (...args: Parameters<NonNullable<typeof inner.refund>>) => {
           if (fail) throw new Error('connection lost')
-          return inner.refund(...args)
+          return (inner.refund as NonNullable<typeof inner.refund>)(...args)
         },
       }
       const limiter = createRateLimiter({ store: flaky, limit: 1, window: 1_000, local: false, logger: { warn() {} } })

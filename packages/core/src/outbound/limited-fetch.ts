@@ -1,0 +1,172 @@
+import { parseDuration } from '../common/duration.js'
+import { isFleetlimitError, OptionError } from '../common/errors.js'
+import { checkInteger, checkOptionNames, optionalFunction, optionNames } from '../common/validate.js'
+import type { KeyInput } from '../limiter/keys.js'
+import type { RateLimiter } from '../limiter/limiter.js'
+import { MAX_HOLD_MS, MAX_LIMIT } from '../limiter/policy.js'
+import { retryAfterOf } from './retry-after.js'
+
+/** The shape of the global `fetch`. */
+export type FetchFunction = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
+
+/** What limitedFetch uses of a limiter: a RateLimiter has both; a wrapper (to log pauses, say) may stand in. */
+export type OutboundLimiter = Pick<RateLimiter, 'acquire' | 'pause'>
+
+export interface LimitedFetchOptions {
+  /** The limiter key of the upstream's quota, the same in every process that calls it, e.g. 'api.example.com'. */
+  key: KeyInput
+  /** Retries after a 429 or 503 that carries Retry-After. Default 2. */
+  maxRetries?: number
+  /**
+   * The budget of one call, in ms or as a duration: its waits for admission (pauses included) and its earlier
+   * attempts must fit in it. A retry whose wait would not fit is not made: the last 429/503 is returned as is.
+   * An attempt itself is not cut short: give `init.signal` (e.g. `AbortSignal.timeout()`) for that. Default '30s'.
+   */
+  maxWaitMs?: number | string
+  /** Units each attempt consumes. Default: the limiter's cost. */
+  cost?: number
+  /** The longest pause one Retry-After may put on the whole fleet; a longer one is capped to this. Default '1h'. */
+  maxPauseMs?: number | string
+  /** The fetch to call. Default: the global fetch, looked up at each call (so a test may stub it). */
+  fetch?: FetchFunction
+}
+
+const OPTION_NAMES = optionNames<LimitedFetchOptions>({
+  key: true,
+  maxRetries: true,
+  maxWaitMs: true,
+  cost: true,
+  maxPauseMs: true,
+  fetch: true,
+})
+
+const now = () => performance.now()
+
+/**
+ * A `fetch` that keeps the whole fleet within an upstream's quota: each attempt first waits for admission by
+ * `limiter.acquire(key)`. A 429 or 503 with Retry-After pauses the key for every process sharing the limiter's
+ * store, so the fleet stops at once rather than each process learning it from its own 429, and the request is
+ * tried again once the pause is over, within `maxWaitMs`. A 429/503 without Retry-After, any other status, and a
+ * request whose body cannot be sent twice (a stream) are answered as the upstream answered.
+ *
+ * @example
+ * ```ts
+ * const limiter = createRateLimiter({ store: redisStore(new Redis()), limit: 20, window: '1s', name: 'github' })
+ * const github = limitedFetch(limiter, { key: 'api.github.com', maxWaitMs: '10s' })
+ * const response = await github('https://api.github.com/repos/nodejs/node')
+ * ```
+ */
+export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOptions): FetchFunction {
+  const config = resolveOptions(limiter, options)
+  const { key, maxRetries, maxWaitMs, maxPauseMs, cost } = config
+  const send: FetchFunction = config.fetch ?? ((input, init) => globalThis.fetch(input, init))
+
+  return async (input, init) => {
+    const deadline = now() + maxWaitMs
+    const signal = signalOf(input, init)
+    const replayable = canReplay(input, init)
+    // The answer a retry replaces: handed back as is (body unread) when the retry cannot be made.
+    let last: Response | undefined
+    for (let attempt = 0; ; attempt++) {
+      try {
+        signal?.throwIfAborted()
+        const maxWait = Math.max(0, Math.floor(deadline - now()))
+        await limiter.acquire(key, {
+          maxWaitMs: maxWait,
+          ...(signal && { signal }),
+          ...(cost !== undefined && { cost }),
+        })
+      } catch (error) {
+        if (last && isFleetlimitError(error, 'ERR_FLEETLIMIT_TIMEOUT')) return last
+        await discard(last)
+        throw error
+      }
+      // Its body is never read: cancelling it frees the connection.
+      await discard(last)
+      const response = await send(input, init)
+      const waitMs = response.status === 429 || response.status === 503 ? retryAfterOf(response.headers) : undefined
+      if (waitMs === undefined) return response
+      const pauseMs = Math.min(waitMs, maxPauseMs)
+      // The whole fleet stops, whether or not this call tries again.
+      if (pauseMs > 0) {
+        try {
+          await limiter.pause(key, pauseMs)
+        } catch (error) {
+          await discard(response)
+          throw error
+        }
+      }
+      if (attempt >= maxRetries || !replayable || pauseMs > deadline - now()) return response
+      last = response
+    }
+  }
+}
+
+interface ResolvedOptions {
+  readonly key: KeyInput
+  readonly maxRetries: number
+  readonly maxWaitMs: number
+  readonly maxPauseMs: number
+  readonly cost: number | undefined
+  readonly fetch: FetchFunction | undefined
+}
+
+function resolveOptions(limiter: unknown, options: LimitedFetchOptions): ResolvedOptions {
+  const given = limiter as Partial<OutboundLimiter> | null
+  if (typeof given?.acquire !== 'function' || typeof given.pause !== 'function') {
+    throw new OptionError('limiter', limiter, 'a limiter from createRateLimiter() as the first argument')
+  }
+  checkOptionNames(options, 'limitedFetch', OPTION_NAMES)
+  return Object.freeze({
+    key: checkKey(options.key),
+    maxRetries: checkInteger(options.maxRetries ?? 2, 'maxRetries', 0, 100),
+    maxWaitMs: parseDuration(options.maxWaitMs ?? 30_000, 'maxWaitMs', { min: 0, max: MAX_HOLD_MS }),
+    maxPauseMs: parseDuration(options.maxPauseMs ?? 3_600_000, 'maxPauseMs', { max: MAX_HOLD_MS }),
+    cost: options.cost === undefined ? undefined : checkInteger(options.cost, 'cost', 1, MAX_LIMIT),
+    fetch: optionalFunction(options.fetch, 'fetch'),
+  })
+}
+
+function checkKey(key: unknown): KeyInput {
+  const valid =
+    typeof key === 'string' ||
+    (typeof key === 'object' &&
+      key !== null &&
+      typeof (key as { tenant?: unknown }).tenant === 'string' &&
+      ['undefined', 'string'].includes(typeof (key as { route?: unknown }).route))
+  if (!valid) {
+    throw new OptionError(
+      'key',
+      key,
+      "the limiter key of the upstream's quota: a string such as 'api.example.com', or { tenant, route? } of strings",
+    )
+  }
+  return key as KeyInput
+}
+
+/** The signal fetch obeys: init's (null for none) over the Request's. */
+function signalOf(input: string | URL | Request, init: RequestInit | undefined): AbortSignal | undefined {
+  if (init?.signal !== undefined) return init.signal ?? undefined
+  return typeof input === 'object' && 'signal' in input ? input.signal : undefined
+}
+
+/** Whether the request can be sent again: no body, or one fetch reads afresh each time (not a stream). */
+function canReplay(input: string | URL | Request, init: RequestInit | undefined): boolean {
+  const body: unknown = init?.body
+  if (body !== undefined && body !== null) {
+    return (
+      typeof body === 'string' ||
+      body instanceof ArrayBuffer ||
+      ArrayBuffer.isView(body) ||
+      body instanceof URLSearchParams ||
+      body instanceof Blob ||
+      body instanceof FormData
+    )
+  }
+  // A Request's body is a stream, read by the first attempt.
+  return !(typeof input === 'object' && 'body' in input && input.body !== null)
+}
+
+async function discard(response: Response | undefined): Promise<void> {
+  await response?.body?.cancel().catch(() => {})
+}
