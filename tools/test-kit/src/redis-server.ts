@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +9,8 @@ import { join } from 'node:path'
 export interface RedisServer {
   readonly port: number
   readonly url: string
+  /** Its working directory, removed once it exits. */
+  readonly dir: string
   readonly process: ChildProcess
   /** SIGKILL, and wait for the exit. */
   stop(): Promise<void>
@@ -17,6 +19,16 @@ export interface RedisServer {
   /** SIGCONT after freeze(). */
   thaw(): void
 }
+
+// The directories of servers still running: removed when each exits, and whatever is left when this process exits.
+const liveDirs = new Set<string>()
+const removeDir = (dir: string) => {
+  liveDirs.delete(dir)
+  rmSync(dir, { recursive: true, force: true })
+}
+process.once('exit', () => {
+  for (const dir of liveDirs) removeDir(dir)
+})
 
 export async function freePort(): Promise<number> {
   const server = createServer()
@@ -55,6 +67,10 @@ export async function startRedisServer(
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
+  liveDirs.add(dir)
+  // However it ends (stop(), a test's kill -9, a failed start), its directory goes with it.
+  child.once('exit', () => removeDir(dir))
+  child.once('error', () => removeDir(dir))
   let log = ''
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -81,6 +97,7 @@ export async function startRedisServer(
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    dir,
     process: child,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return
