@@ -98,7 +98,9 @@ describe('fastify 5: the hook option', () => {
     await app.ready()
     const first = await as(app, 'alice')
     expect(first.json()).to.include({ policy: 'per-user', remaining: 0 })
-    expect(first.headers.ratelimit, 'the last one’s headers').to.equal('"per-user";r=0;t=60')
+    expect(first.headers.ratelimit, 'both registrations’ items, in order').to.equal(
+      '"per-ip";r=2;t=60, "per-user";r=0;t=60',
+    )
     expect((await as(app, 'alice')).statusCode, 'per user').to.equal(429)
     expect((await as(app, 'bob')).statusCode).to.equal(200)
     const carol = await as(app, 'carol')

@@ -56,6 +56,7 @@ describe('adapters: per-tenant limits from limit(req)', () => {
       const shared = {
         store: memoryStore(),
         limit: (req: WithHeaders) => (req.headers['x-plan'] === 'bad' ? Number.NaN : 5),
+        logger: { warn() {} },
       } as unknown as SharedOptions
       const app = await flavour.build({ shared, app: definePolicy({ limit: 10, window: '1m' }), tenantFromQuery: true })
       try {

@@ -1,10 +1,11 @@
 // Type-level tests, checked by `pnpm lint` (tsc) rather than run: each adapter's augmentation types the decision
 // on the framework's request exactly (not `any`: Koa's DefaultState extends any, so only an exact comparison
-// tells), and Fastify's `hook` option accepts the three hooks only.
+// tells), Fastify's `hook` option accepts the three hooks only, and `onError` may log and return nothing.
 import type { Decision } from '@fleetlimit/core'
+import type { RequestErrorAction } from '@fleetlimit/core/http'
 import type { ExpressRateLimitOptions } from '@fleetlimit/express'
 import type { FastifyRateLimitOptions, RateLimitHook } from '@fleetlimit/fastify'
-import type { KoaRateLimitState } from '@fleetlimit/koa'
+import type { KoaRateLimitOptions, KoaRateLimitState } from '@fleetlimit/koa'
 import type { Request } from 'express'
 import type { FastifyRequest } from 'fastify'
 import type { Context } from 'koa'
@@ -25,3 +26,19 @@ export type FastifyHook = [
   Expect<Equal<RateLimitHook, 'onRequest' | 'preValidation' | 'preHandler'>>,
   Expect<Equal<FastifyRateLimitOptions['hook'], RateLimitHook | undefined>>,
 ]
+
+export const onErrors: readonly ExpressRateLimitOptions['onError'][] = [
+  (error) => {
+    console.error(error)
+  },
+  async (error) => {
+    console.error(error)
+  },
+  (_error, req) => (req.headers['x-api-key'] ? 'respond' : 'allow'),
+  async () => 'throw',
+]
+// biome-ignore lint/suspicious/noConfusingVoidType: the option's own result type, compared exactly
+type OnErrorReturn = RequestErrorAction | undefined | void
+export type OnErrorResult = Expect<
+  Equal<Awaited<ReturnType<NonNullable<KoaRateLimitOptions['onError']>>>, OnErrorReturn>
+>

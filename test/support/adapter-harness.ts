@@ -42,6 +42,12 @@ export interface AppSpec {
   readonly echoDecision?: boolean
   /** Called by GET /wait's handler, which answers once the promise resolves. */
   readonly wait?: () => Promise<void>
+  /**
+   * Fastify: `route` (one policy) is a second registration of the plugin, in preHandler, instead of each route's
+   * `config.rateLimit` (which replaces the plugin's policy): the app's and the route's limiters stacked, as
+   * `app` and `route` are in Express and Koa.
+   */
+  readonly stacked?: boolean
 }
 
 export interface TestApp {
@@ -151,11 +157,11 @@ const fastifyFlavour: Flavour = {
   name: 'fastify 5',
   async build(spec) {
     const app = Fastify({ trustProxy: spec.trustProxy ?? false })
-    await app.register(fastifyRateLimit, {
-      ...shared<FastifyRequest>(spec, (req) => String((req.query as { t?: unknown }).t)),
-      ...(spec.app && { policy: spec.app }),
-    })
-    const config = spec.route === undefined ? {} : { config: { rateLimit: spec.route } }
+    const options = shared<FastifyRequest>(spec, (req) => String((req.query as { t?: unknown }).t))
+    await app.register(fastifyRateLimit, { ...options, ...(spec.app && { policy: spec.app }) })
+    const stacked = spec.stacked && spec.route !== undefined && spec.route !== false
+    if (stacked) await app.register(fastifyRateLimit, { ...options, policy: spec.route as Policy, hook: 'preHandler' })
+    const config = spec.route === undefined || stacked ? {} : { config: { rateLimit: spec.route } }
     const ok = async (req: FastifyRequest) => answer(spec, req.rateLimit)
     app.get('/users/:id', config, ok)
     app.get('/search', config, ok)

@@ -73,7 +73,7 @@ export function describePlans(name: string, make: () => Store) {
     })
 
     it('acquire waits under the call’s limit', async () => {
-      const limiter = createRateLimiter({ store: make(), limit: 1_000, window: 200 })
+      const limiter = createRateLimiter({ store: make(), limit: 1_000, window: '200ms' })
       await limiter.consume('q', { limit: 1 })
       const admitted = await limiter.acquire('q', { limit: 1, maxWaitMs: 5_000 })
       expect(admitted).to.include({ allowed: true, limit: 1, remaining: 0 })

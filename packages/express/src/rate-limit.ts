@@ -1,5 +1,13 @@
+import { IncomingMessage } from 'node:http'
 import type { Decision } from '@fleetlimit/core'
-import { createHttpLimiter, type HttpRateLimitOptions, onResponseEnd, type RequestInfo } from '@fleetlimit/core/http'
+import {
+  createHttpLimiter,
+  factoryMisuse,
+  type HttpRateLimitOptions,
+  onResponseEnd,
+  type RequestInfo,
+  stackHeaders,
+} from '@fleetlimit/core/http'
 import type { Request, RequestHandler, Response } from 'express'
 import { createRoutePatterns } from './route-pattern.js'
 
@@ -31,6 +39,13 @@ const EXPRESS = {
  * ```
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
+  // `app.use(rateLimit)` without the call: Express calls the factory itself, with (req, res, next), per request.
+  if (options instanceof IncomingMessage) {
+    const req = options as unknown as Request
+    const { status, headers, body } = factoryMisuse(req.app)
+    req.res?.writeHead(status, headers).end(body)
+    return () => {}
+  }
   const http = createHttpLimiter<Request, Response>(options, EXPRESS)
   // A route(req) of the user's own replaces the pattern: no need to work it out then.
   const routePattern = options.route === undefined ? createRoutePatterns() : () => undefined
@@ -52,8 +67,10 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     http.handle(req, describe(req)).then((outcome) => {
       // Stacked limiters (app-wide, then per route): the last one to decide sets it.
       if (outcome.decision) req.rateLimit = outcome.decision
+      // Another limiter's headers already on the response are kept: every policy that applied is listed.
+      const headers = stackHeaders(outcome.headers, (name) => res.getHeader(name))
       if (outcome.action === 'next') {
-        for (const [name, value] of Object.entries(outcome.headers)) res.setHeader(name, value)
+        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
         const { decision } = outcome
         if (http.settles && decision?.allowed) {
           onResponseEnd(res, (finished, status) => void http.settle(req, res, decision, finished, status))
@@ -62,7 +79,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
         return
       }
       // Written directly, so Express adds no ETag or charset: the same bytes as the other adapters.
-      res.writeHead(outcome.status, outcome.headers)
+      res.writeHead(outcome.status, headers)
       res.end(outcome.body)
     }, next)
   }

@@ -1,14 +1,16 @@
 import { type Decision, OptionError, type Policy, type PolicyOptions } from '@fleetlimit/core'
 import {
+  checkHttpOptions,
   createHttpLimiter,
   type HttpLimiter,
   type HttpRateLimitOptions,
   hasLimitSource,
   onResponseEnd,
   type RequestInfo,
+  stackHeaders,
   withoutLimitSource,
 } from '@fleetlimit/core/http'
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
 /** A route's `config.rateLimit`: its own policy (or policies) instead of the plugin's, or false for none. */
@@ -67,10 +69,27 @@ function trustsAnyPeer(request: FastifyRequest): boolean {
   }
 }
 
-const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, { hook = 'onRequest', ...options }) => {
+const MISUSE =
+  "rateLimit is a Fastify plugin, not a factory: register it with its options, app.register(rateLimit, { limit: 100, window: '1m' })"
+
+/**
+ * `app.register(rateLimit())` or `app.register(rateLimit({ … }))`: called by hand, the plugin gets no Fastify
+ * instance; said where the call is, before it is registered.
+ */
+const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = (fastify, options) => {
+  const instance = fastify as Partial<FastifyInstance> | undefined
+  if (typeof instance?.addHook !== 'function' || typeof instance.register !== 'function') {
+    throw new OptionError('rateLimit', fastify, MISUSE, 'misuse')
+  }
+  return setUp(fastify, options ?? {})
+}
+
+async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options }: FastifyRateLimitOptions) {
   if (!HOOKS.includes(hook)) {
     throw new OptionError('hook', hook, `one of ${HOOKS.map((h) => JSON.stringify(h)).join(', ')}`)
   }
+  // Names and function-valued options are checked now, even with no policy of the plugin's own.
+  checkHttpOptions(options)
   // One set of one-time warnings for the plugin's own policy and every route's.
   const warned = new Set<string>()
   const global = hasLimitSource(options)
@@ -125,7 +144,8 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, { ho
     const outcome = await http.handle(request, describe(request, config !== undefined))
     // Stacked registrations (say one per IP onRequest, one per user preHandler): the last one to decide sets it.
     if (outcome.decision) request.rateLimit = outcome.decision
-    reply.headers(outcome.headers)
+    // Another registration's headers already on the reply are kept: every policy that applied is listed.
+    reply.headers(stackHeaders(outcome.headers, (name) => reply.getHeader(name)))
     // A Buffer, so Fastify adds no charset to the content type: the same bytes as the other adapters.
     if (outcome.action === 'respond') return reply.code(outcome.status).send(Buffer.from(outcome.body))
     const { decision } = outcome

@@ -1,5 +1,12 @@
 import type { Decision } from '@fleetlimit/core'
-import { createHttpLimiter, type HttpRateLimitOptions, onResponseEnd, type RequestInfo } from '@fleetlimit/core/http'
+import {
+  createHttpLimiter,
+  factoryMisuse,
+  type HttpRateLimitOptions,
+  onResponseEnd,
+  type RequestInfo,
+  stackHeaders,
+} from '@fleetlimit/core/http'
 import type { Context, Middleware } from 'koa'
 
 /** What the middleware puts in `ctx.state`: for apps that type their state themselves (`Koa<MyState & KoaRateLimitState>`). */
@@ -49,6 +56,13 @@ function describe(ctx: Context): RequestInfo {
   }
 }
 
+/** A Koa context where options belong: its own `app`, `req` and `res`, which no options object has. */
+function isContext(value: unknown): value is Context {
+  if (typeof value !== 'object' || value === null) return false
+  const { app, req, res } = value as Partial<Context>
+  return typeof app === 'object' && typeof req === 'object' && typeof res === 'object'
+}
+
 /**
  * Koa middleware, app-wide or on a @koa/router route.
  *
@@ -59,12 +73,21 @@ function describe(ctx: Context): RequestInfo {
  * ```
  */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
+  // `app.use(rateLimit)` without the call: Koa calls the factory itself, with (ctx, next), per request.
+  if (isContext(options)) {
+    const { status, headers, body } = factoryMisuse(options.app)
+    options.set(headers)
+    options.status = status
+    options.body = body
+    return async () => {}
+  }
   const http = createHttpLimiter<Context, Context>(options, KOA)
   return async (ctx, next) => {
     const outcome = await http.handle(ctx, describe(ctx))
     // Stacked limiters (app-wide, then per route): the last one to decide sets it.
     if (outcome.decision) ctx.state.rateLimit = outcome.decision
-    ctx.set(outcome.headers)
+    // Another limiter's headers already on the response are kept: every policy that applied is listed.
+    ctx.set(stackHeaders(outcome.headers, (name) => ctx.response.get(name)))
     if (outcome.action === 'next') {
       const { decision } = outcome
       if (http.settles && decision?.allowed) {

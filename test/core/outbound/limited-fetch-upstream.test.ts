@@ -57,7 +57,7 @@ describe('limitedFetch against a real HTTP upstream (memory store)', () => {
         arrivals.push(at)
         return { status: 200 }
       })
-      const [one, two] = fleetOf({ limit: 3, window: 500, name: 'upstream' })
+      const [one, two] = fleetOf({ limit: 3, window: '500ms', name: 'upstream' })
       const fromOne = limitedFetch(one, { key: 'stub', maxWaitMs: '10s' })
       const fromTwo = limitedFetch(two, { key: 'stub', maxWaitMs: '10s' })
       const url = stub.url

@@ -25,13 +25,18 @@ export class OptionError extends FleetlimitError {
   readonly option: string
   readonly value: unknown
 
-  /** `expected` says what is accepted; for an unknown option name (`unknown`), what to use instead. */
-  constructor(option: string, value: unknown, expected: string, unknown = false) {
+  /**
+   * `expected` says what is accepted; for an unknown option name (`unknown` true), what to use instead; for a
+   * function of fleetlimit's used as what it makes (`'misuse'`: `app.use(rateLimit)`), the whole message.
+   */
+  constructor(option: string, value: unknown, expected: string, unknown: boolean | 'misuse' = false) {
     super(
       'ERR_FLEETLIMIT_OPTION',
-      unknown
-        ? `fleetlimit: unknown option \`${option}\` (got ${describe(value)}): ${expected}.`
-        : `fleetlimit: invalid option \`${option}\`: got ${describe(value)}; expected ${expected}.`,
+      unknown === 'misuse'
+        ? `fleetlimit: ${expected}.`
+        : unknown
+          ? `fleetlimit: unknown option \`${option}\` (got ${describe(value)}): ${expected}.`
+          : `fleetlimit: invalid option \`${option}\`: got ${describe(value)}; expected ${expected}.`,
     )
     this.option = option
     this.value = value

@@ -67,3 +67,59 @@ export function rateLimitHeaders(decision: Decision, options: HeaderOptions): Re
   }
   return headers
 }
+
+/** The fields one value of which is one limiter's: limit, remaining and reset, kept together. */
+const TRIPLES = [
+  ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+  ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+] as const
+
+/** A header value as a framework reports it (a string, a number, an array of lines, or nothing), as one string. */
+function headerText(value: unknown): string {
+  if (typeof value === 'string') return value
+  if (typeof value === 'number') return String(value)
+  if (Array.isArray(value)) return value.join(', ')
+  return ''
+}
+
+/** draft-8's fields are lists of named items (`"api";r=9`); draft-6's and draft-7's are not. */
+const named = (value: string) => value.startsWith('"')
+const draft7Remaining = (value: string) => Number(/(?:^|,\s*)remaining=(\d+)/.exec(value)?.[1] ?? Number.NaN)
+
+/**
+ * This limiter's headers, for a response that may carry another limiter's already (stacked limiters: app-wide,
+ * then per route), so that the response shows every policy that applied. List fields (draft-8's RateLimit and
+ * RateLimit-Policy, draft-6's and draft-7's RateLimit-Policy) get this limiter's items after those there. Fields
+ * that hold one limit (draft-6's RateLimit-Limit, -Remaining and -Reset, draft-7's RateLimit, X-RateLimit-*)
+ * keep the binding limiter's, as one limiter's several policies do: this one's if it denies, else the one with
+ * the fewest units left (the first on a tie). `current(name)` reads what the response holds.
+ */
+export function stackHeaders(
+  headers: Readonly<Record<string, string>>,
+  current: (name: string) => unknown,
+): Readonly<Record<string, string>> {
+  let stacked: Record<string, string> | undefined
+  const set = (name: string, value: string) => {
+    stacked ??= { ...headers }
+    stacked[name] = value
+  }
+  const denies = headers['retry-after'] !== undefined
+  for (const name of ['ratelimit-policy', 'ratelimit']) {
+    const value = headers[name]
+    if (value === undefined) continue
+    const before = headerText(current(name))
+    if (before === '') continue
+    if (named(value) || name === 'ratelimit-policy') {
+      // Items of another format (a limiter with another `headers` standard) are not mixed in.
+      if (named(before) === named(value)) set(name, `${before}, ${value}`)
+    } else if (!denies && draft7Remaining(before) <= draft7Remaining(value)) set(name, before)
+  }
+  if (denies) return stacked ?? headers
+  for (const triple of TRIPLES) {
+    if (headers[triple[1]] === undefined) continue
+    const before = triple.map((name) => headerText(current(name)))
+    if (before.some((value) => value === '') || !(Number(before[1]) <= Number(headers[triple[1]]))) continue
+    for (const [i, name] of triple.entries()) set(name, before[i] as string)
+  }
+  return stacked ?? headers
+}

@@ -1,5 +1,5 @@
 import { parseDuration } from '../common/duration.js'
-import { describe, isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
+import { describe, type FleetlimitError, isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
 import {
   checkBoolean,
   checkInteger,
@@ -17,13 +17,26 @@ import {
   type RefundResult,
 } from '../limiter/limiter.js'
 import type { LocalOptions } from '../limiter/local-tier.js'
-import { MAX_LIMIT, POLICY_OPTION_NAMES, POLICY_OPTIONS, type Policy, type PolicyOptions } from '../limiter/policy.js'
+import {
+  MAX_LIMIT,
+  POLICY_ACCEPTS,
+  POLICY_OPTION_NAMES,
+  POLICY_OPTIONS,
+  type Policy,
+  type PolicyOptions,
+} from '../limiter/policy.js'
 import type { Store } from '../store/store.js'
 import { type HeaderStandard, rateLimitHeaders } from './headers.js'
 import { addressTenant, ipTenant } from './ip.js'
-import { customBody, quotaExceededBody, type ResponseBody, storeUnavailableBody } from './problem.js'
+import { customBody, quotaExceededBody, type ResponseBody, requestErrorBody, storeUnavailableBody } from './problem.js'
 
 type MaybePromise<T> = T | Promise<T>
+
+/**
+ * What a request the limiter could not decide on gets (see `onError`): `'respond'`, a 500 problem+json;
+ * `'allow'`, through, uncounted; `'throw'`, the error handed to the framework's error handling.
+ */
+export type RequestErrorAction = 'respond' | 'allow' | 'throw'
 
 /**
  * The options every adapter's `rateLimit` takes; `Req` is the framework's request (or context), `Res` its
@@ -87,6 +100,17 @@ export interface HttpRateLimitOptions<Req, Res = unknown> extends Partial<Omit<P
   logger?: Logger
   /** The local tier (deny cache, leases) of the limiter built from these options. */
   local?: LocalOptions | false
+  /**
+   * Decides what a request gets when it cannot be decided on: a fleetlimit error (a `tenant(req)` that returned
+   * no string, a `cost(req)` above the limit, a bad `limit(req)`), or an error your own function threw (tenant,
+   * cost, limit, skip, route, onLimited, message). Return `'respond'` (a 500 problem+json), `'allow'` (through,
+   * uncounted) or `'throw'` (the framework's error handling: Express `next(error)`, Koa's thrown error, Fastify's
+   * error handler); nothing for the default: `'respond'` for fleetlimit's errors (logged once per kind), `'throw'`
+   * for your own (so an error with a status, such as Koa's `ctx.throw(401)`, answers with it). Its own error is
+   * thrown to the framework.
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: an onError that only logs returns nothing, sync or async
+  onError?: (error: unknown, req: Req) => MaybePromise<RequestErrorAction | undefined | void>
 }
 
 /** What an adapter reads off its framework's request. */
@@ -211,7 +235,29 @@ const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
   ipv6Subnet: true,
   logger: true,
   local: true,
+  onError: true,
 })
+
+/** Policy options an adapter takes as a function of the request; any other one given as a function is an error. */
+const REQUEST_FUNCTIONS = new Set<string>(['limit', 'cost'])
+
+/**
+ * Checks the option names (a peer's familiar name gets ours) and that no policy option but `limit` and `cost` is
+ * a function: what `createHttpLimiter` checks first, for an adapter that builds its limiters later (Fastify's
+ * per-route policies).
+ */
+export function checkHttpOptions<Req, Res>(options: HttpRateLimitOptions<Req, Res>): void {
+  checkOptionNames(options, 'rateLimit', ADAPTER_OPTION_NAMES)
+  for (const name of POLICY_OPTION_NAMES) {
+    const value = options[name]
+    if (typeof value !== 'function' || REQUEST_FUNCTIONS.has(name)) continue
+    throw new OptionError(
+      name,
+      value,
+      `${POLICY_ACCEPTS[name as keyof typeof POLICY_ACCEPTS]}: of the policy options, only \`limit\` and \`cost\` may be functions of the request`,
+    )
+  }
+}
 
 /** Requests whose route matched no pattern share one bucket, so raw paths never become keys. */
 export const UNMATCHED_ROUTE = '*'
@@ -236,12 +282,13 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   /** The one-time warnings already given: one set shared by an adapter's limiters warns once for all. */
   warned: Set<string> = new Set(),
 ): HttpLimiter<Req, Res> {
-  checkOptionNames(options, 'rateLimit', ADAPTER_OPTION_NAMES)
+  checkHttpOptions(options)
   const limiter = resolveLimiter(options)
   const tenantOf = optionalFunction(options.tenant, 'tenant')
   const routeOf = optionalFunction(options.route, 'route')
   const skip = optionalFunction(options.skip, 'skip')
   const onLimited = optionalFunction(options.onLimited, 'onLimited')
+  const onError = optionalFunction(options.onError, 'onError')
   const skipFailed = checkBoolean(options.skipFailedRequests ?? false, 'skipFailedRequests')
   const skipSuccessful = checkBoolean(options.skipSuccessfulRequests ?? false, 'skipSuccessfulRequests')
   const wasSuccessful = options.requestWasSuccessful
@@ -267,6 +314,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
 
+  const maxCost = Math.min(...limiter.policies.map((p) => p.limit))
   const headerOptions = {
     standard,
     legacy,
@@ -367,40 +415,11 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
       // A request that passes this middleware twice (nested routers, a re-dispatch) counts once.
       if (counted.has(req)) return NEXT
       counted.add(req)
-      if (skip && (await skip(req))) return NEXT
-      if (!tenantOf) checkProxy(info)
-      const tenant = tenantOf ? await tenantOf(req) : ipTenantOf(info)
-      if (typeof tenant !== 'string') throw new OptionError('tenant(req)', tenant, 'a string')
-      const route = routeOf ? routeOf(req) : defaultRoute(info)
-      const cost = costOf ? await costOf(req) : undefined
-      const limit = limitOf ? await limitOf(req) : undefined
-      if (typeof limit === 'number') checkInteger(limit, 'limit(req)', 1, MAX_LIMIT)
-      else if (limitOf && (typeof limit !== 'object' || limit === null)) {
-        throw new OptionError('limit(req)', limit, `a whole number from 1 to ${MAX_LIMIT}`)
-      }
-
-      let decision: Decision
       try {
-        decision = await limiter.consume(
-          { tenant, ...(route !== undefined && { route }) },
-          cost === undefined && limit === undefined
-            ? undefined
-            : { ...(cost !== undefined && { cost }), ...(limit !== undefined && { limit }) },
-        )
+        return await decide(req, info)
       } catch (error) {
-        if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
-        const retryAfter = String(Math.max(1, Math.ceil((error as StoreError).retryAfterMs / 1000)))
-        return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
+        return failed(req, error)
       }
-      const headers = rateLimitHeaders(decision, headerOptions)
-      if (decision.allowed) {
-        // A shadow policy's denial is reported as a denial is, and let through.
-        if (decision.shadowDenied && onLimited) await onLimited(req, decision)
-        return { action: 'next', headers, decision }
-      }
-      if (onLimited) await onLimited(req, decision)
-      const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
-      return respond(statusCode, headers, body, decision)
     },
     settles: skipFailed || skipSuccessful,
     async settle(req, res, decision, finished, status) {
@@ -419,6 +438,79 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
       }
     },
     stats: () => ({ ...counters }),
+  }
+
+  async function decide(req: Req, info: RequestInfo): Promise<HttpOutcome> {
+    if (skip && (await skip(req))) return NEXT
+    if (!tenantOf) checkProxy(info)
+    const tenant = tenantOf ? await tenantOf(req) : ipTenantOf(info)
+    if (typeof tenant !== 'string') {
+      throw new OptionError(
+        'tenant(req)',
+        tenant,
+        "a string: the tenant of this request (for requests without one, such as a missing API key, return a shared tenant like 'anonymous', or skip them with skip(req))",
+      )
+    }
+    const route = routeOf ? routeOf(req) : defaultRoute(info)
+    const cost = costOf ? await costOf(req) : undefined
+    const limit = limitOf ? await limitOf(req) : undefined
+    if (typeof limit === 'number') checkInteger(limit, 'limit(req)', 1, MAX_LIMIT)
+    else if (limitOf && (typeof limit !== 'object' || limit === null)) {
+      throw new OptionError('limit(req)', limit, `a whole number from 1 to ${MAX_LIMIT}`)
+    }
+    // Under the policies' own limits, a cost is checked here, under the name of the function that gave it.
+    if (cost !== undefined) checkInteger(cost, 'cost(req)', 1, limit === undefined ? maxCost : MAX_LIMIT)
+
+    let decision: Decision
+    try {
+      decision = await limiter.consume(
+        { tenant, ...(route !== undefined && { route }) },
+        cost === undefined && limit === undefined
+          ? undefined
+          : { ...(cost !== undefined && { cost }), ...(limit !== undefined && { limit }) },
+      )
+    } catch (error) {
+      if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
+      const retryAfter = String(Math.max(1, Math.ceil((error as StoreError).retryAfterMs / 1000)))
+      return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
+    }
+    const headers = rateLimitHeaders(decision, headerOptions)
+    if (decision.allowed) {
+      // A shadow policy's denial is reported as a denial is, and let through.
+      if (decision.shadowDenied && onLimited) await onLimited(req, decision)
+      return { action: 'next', headers, decision }
+    }
+    if (onLimited) await onLimited(req, decision)
+    const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
+    return respond(statusCode, headers, body, decision)
+  }
+
+  /** A request that could not be decided on: what onError says, else the default for the error. */
+  async function failed(req: Req, error: unknown): Promise<HttpOutcome> {
+    const ours = isFleetlimitError(error)
+    let action: unknown = onError ? await onError(error, req) : undefined
+    if (action !== undefined && !ERROR_ACTIONS.includes(action as RequestErrorAction)) {
+      const got = describe(action)
+      warnOnce(
+        'on-error-result',
+        () => `onError(error, req) returned ${got}, not 'respond', 'allow' or 'throw': such requests get the default.`,
+      )
+      action = undefined
+    }
+    action ??= ours ? 'respond' : 'throw'
+    if (action === 'throw') throw error
+    if (action === 'allow') return NEXT
+    const option = ours && error instanceof OptionError ? error.option : undefined
+    if (ours && !onError) {
+      const text = (error as Error).message.replace(/^fleetlimit: /, '')
+      warnOnce(
+        `request-error ${(error as FleetlimitError).code} ${option ?? ''}`,
+        () =>
+          `a request could not be rate limited, so it was answered 500 (application/problem+json): ${text} ` +
+          'Later requests failing the same way get the same answer, unlogged; pass onError(error, req) to decide what they get.',
+      )
+    }
+    return respond(500, {}, requestError(ours ? (error as FleetlimitError).code : undefined, option), undefined)
   }
 
   /** Whether a finished request succeeded; undefined (it stays counted) when requestWasSuccessful fails. */
@@ -443,6 +535,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
 }
 
 const STANDARDS = ['draft-6', 'draft-7', 'draft-8'] as const
+const ERROR_ACTIONS: readonly RequestErrorAction[] = ['respond', 'allow', 'throw']
 
 /** A request's value in a log line: quoted and escaped (no forged lines), and short. */
 const shown = (value: string) => JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value)
@@ -451,6 +544,49 @@ type SizedBody = ResponseBody & { readonly length: string }
 const sized = (body: ResponseBody): SizedBody => ({ ...body, length: String(Buffer.byteLength(body.body)) })
 const STORE_UNAVAILABLE = sized(storeUnavailableBody())
 
+/** The 500 for a request error, by code and option: a handful of kinds, each body made once. */
+const requestErrors = new Map<string, SizedBody>()
+function requestError(code: string | undefined, option: string | undefined): SizedBody {
+  const id = `${code} ${option}`
+  let body = requestErrors.get(id)
+  if (!body) {
+    const detail =
+      option === undefined
+        ? 'The rate limiter could not decide on this request.'
+        : `The rate limiter could not decide on this request: invalid \`${option}\`.`
+    if (requestErrors.size >= 100) requestErrors.clear()
+    body = sized(requestErrorBody(detail, code))
+    requestErrors.set(id, body)
+  }
+  return body
+}
+
+/** Adapters whose factory was used as the middleware, by app (`req.app`, `ctx.app`): each is told once. */
+const misusedIn = new WeakSet<object>()
+
+/**
+ * For an adapter whose `rateLimit` the framework called as middleware: `app.use(rateLimit)` instead of
+ * `app.use(rateLimit({ … }))` (Express calls it with `(req, res, next)`, Koa with `(ctx, next)`). The answer to
+ * send, the same 500 problem+json as a request error, naming the fix; the console is told once per `app`.
+ */
+export function factoryMisuse(app: object | undefined): Extract<HttpOutcome, { action: 'respond' }> {
+  const error = new OptionError('rateLimit', undefined, FACTORY_FIX, 'misuse')
+  if (app === undefined || !misusedIn.has(app)) {
+    if (app !== undefined) misusedIn.add(app)
+    console.warn(error.message)
+  }
+  const { contentType, body, length } = MISUSE
+  return {
+    action: 'respond',
+    status: 500,
+    headers: { 'content-type': contentType, 'content-length': length },
+    body,
+    decision: undefined,
+  }
+}
+const FACTORY_FIX = "rateLimit is a factory: call it with options, app.use(rateLimit({ limit: 100, window: '1m' }))"
+const MISUSE = sized(requestErrorBody(FACTORY_FIX, 'ERR_FLEETLIMIT_OPTION'))
+
 /** `GET /users/:id` for a matched pattern (HEAD counts as the GET it is served by), else the shared bucket. */
 function defaultRoute(info: RequestInfo): string {
   if (info.routePattern === undefined) return UNMATCHED_ROUTE
@@ -458,11 +594,16 @@ function defaultRoute(info: RequestInfo): string {
   return `${method} ${info.routePattern}`
 }
 
-/** The inline policy options among an adapter's options (a `cost` function is the adapter's, not the policy's). */
+/**
+ * The inline policy options among an adapter's options: a `cost` or `limit` function is the adapter's, not the
+ * policy's (checkHttpOptions rejects any other function).
+ */
 function inlinePolicy<Req, Res>(options: HttpRateLimitOptions<Req, Res>): Partial<PolicyOptions> {
   const entries = POLICY_OPTION_NAMES.flatMap((name) => {
     const value = options[name]
-    return value === undefined || typeof value === 'function' ? [] : [[name, value] as const]
+    return value === undefined || (typeof value === 'function' && REQUEST_FUNCTIONS.has(name))
+      ? []
+      : [[name, value] as const]
   })
   return Object.fromEntries(entries)
 }
@@ -519,7 +660,9 @@ function resolveLimiter<Req, Res>(options: HttpRateLimitOptions<Req, Res>): Rate
     ...(options.local !== undefined && { local: options.local }),
   }
   if (options.policies !== undefined) return createRateLimiter({ ...base, policies: options.policies })
-  const policy = options.policy ?? inline
+  const { policy } = options
+  if (policy === undefined) return createRateLimiter({ ...base, ...inline })
   if (typeof policy !== 'object' || policy === null) throw new OptionError('policy', policy, 'a policy object')
-  return createRateLimiter({ ...base, ...policy })
+  // As one of `policies`, not spread: a policy object is used as it is (its durations as they were written).
+  return createRateLimiter({ ...base, policies: [policy] })
 }

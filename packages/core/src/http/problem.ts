@@ -44,3 +44,19 @@ export function customBody(message: unknown): ResponseBody {
     ? { contentType: 'text/plain; charset=utf-8', body: message }
     : { contentType: 'application/json; charset=utf-8', body: JSON.stringify(message) }
 }
+
+/**
+ * The default answer to a request the limiter could not decide on (a `tenant(req)` that returned no string, a
+ * `cost(req)` above the limit, `app.use(rateLimit)` without the call): the server's fault, so a 500. `code` is
+ * the error's stable code; the full message goes to the log, not to the client.
+ */
+export function requestErrorBody(detail: string, code?: string): ResponseBody {
+  const problem = {
+    type: 'about:blank',
+    title: 'Internal Server Error',
+    status: 500,
+    detail,
+    ...(code !== undefined && { code }),
+  }
+  return { contentType: 'application/problem+json', body: JSON.stringify(problem) }
+}

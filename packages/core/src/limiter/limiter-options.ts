@@ -5,6 +5,7 @@ import { isStore, type Store } from '../store/store.js'
 import type { Logger, RateLimiterOptions } from './limiter.js'
 import { resolveLocal } from './local-tier.js'
 import {
+  bareDurations,
   checkCost,
   definePolicy,
   POLICY_OPTION_NAMES,
@@ -49,6 +50,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
   const logger = options.logger ?? console
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
+  for (const policy of policies) warnBareDurations(policy, logger)
   const defaultCost = Math.max(...policies.map((p) => p.cost))
   const maxCost = Math.min(...policies.map((p) => p.limit))
   const check = (cost: unknown) => checkCost(cost, 'cost', maxCost)
@@ -78,7 +80,7 @@ function resolvePolicies(options: RateLimiterOptions): [Policy, ...Policy[]] {
   }
   const policies = options.policies.map((p) => definePolicy(p)) as [Policy, ...Policy[]]
   const bucketed = policies.find((p) => p.algorithm === 'bucketed')
-  if (bucketed) {
+  if (bucketed && policies.length > 1) {
     throw new OptionError(
       'policies',
       bucketed.name,
@@ -103,4 +105,22 @@ function resolveStore(store: unknown): Store {
       ? 'a store: wrap the ioredis client as redisStore(client)'
       : 'a store made by redisStore(client) or memoryStore()',
   )
+}
+
+/** What each logger was told about bare durations: once per policy and option, however many limiters use it. */
+const told = new WeakMap<Logger, Set<string>>()
+
+/** `window: 60` is 60 ms: said once, since seconds were most likely meant (rate-limiter-flexible's `duration`). */
+function warnBareDurations(policy: Policy, logger: Logger): void {
+  for (const { option, ms } of bareDurations(policy)) {
+    const message =
+      `fleetlimit: policy "${policy.name}" has \`${option}: ${ms}\`, which is ${ms} milliseconds: a number is ` +
+      `milliseconds. If you meant ${ms} seconds, write \`${option}: '${ms}s'\`; to keep ${ms} ms, write ` +
+      `\`${option}: '${ms}ms'\`, which says so.`
+    const said = told.get(logger) ?? new Set<string>()
+    told.set(logger, said)
+    if (said.has(message)) continue
+    said.add(message)
+    logger.warn(message)
+  }
 }

@@ -92,6 +92,54 @@ export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
 }
 export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
 
+/**
+ * What each policy option accepts, for an adapter given a function where a value belongs (only `limit` and
+ * `cost` may be functions of the request there): a new option without its text here fails to compile.
+ */
+export const POLICY_ACCEPTS: { readonly [K in Exclude<keyof PolicyOptions, 'limit' | 'cost'>]-?: string } = {
+  name: '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit',
+  window: "a duration such as 60000 or '1m'",
+  scope: '"route" or "tenant"',
+  algorithm: '"sliding-log" or "bucketed"',
+  buckets: 'a whole number from 1 to 3600',
+  onStoreError: '"fail-closed" or "fail-open"',
+  fallback: 'an object { limit }',
+  timeoutMs: "a duration such as 100 or '250ms'",
+  blockFor: "a duration such as 60000 or '10m'",
+  shadow: 'true or false',
+}
+
+/** A window or block written as a bare number under a second: milliseconds, where seconds were most likely meant. */
+export interface BareDuration {
+  readonly option: 'window' | 'blockFor'
+  readonly ms: number
+}
+
+/** Policies made here: given again (`policies: [policy]`, `definePolicy(policy)`), one is used as it is. */
+const resolved = new WeakSet<Policy>()
+const bare = new WeakMap<Policy, readonly BareDuration[]>()
+/**
+ * Sub-second durations written with their unit ('500ms'), as `<name> <option> <ms>`: a spread of such a policy
+ * (`{ store, ...policy }`) carries a bare number that was meant as milliseconds. Bounded: only a warning rests on it.
+ */
+const writtenInMs = new Set<string>()
+
+/** The durations of a policy that were written as bare numbers under a second, for the limiter to warn about. */
+export function bareDurations(policy: Policy): readonly BareDuration[] {
+  return bare.get(policy) ?? []
+}
+
+function bareDuration(option: BareDuration['option'], written: unknown, ms: number, name: string) {
+  if (ms === 0 || ms >= 1_000) return undefined
+  const id = `${name} ${option} ${ms}`
+  if (typeof written === 'string') {
+    if (writtenInMs.size >= 1_000) writtenInMs.clear()
+    writtenInMs.add(id)
+    return undefined
+  }
+  return writtenInMs.has(id) ? undefined : { option, ms }
+}
+
 /** The longest block or pause: about 24.8 days, the longest a Node timer waits. */
 export const MAX_HOLD_MS = 2_147_483_647
 
@@ -132,6 +180,7 @@ export function definePolicy(options: PolicyOptions): Policy {
 
 /** Validates the policy fields of an options object whose names were already checked. */
 export function resolvePolicy(options: PolicyOptions): Policy {
+  if (resolved.has(options as Policy)) return options as Policy
   if (options.limit === undefined) throw new OptionError('limit', undefined, 'a whole number from 1 to 1000000000')
   if (options.window === undefined) throw new OptionError('window', undefined, "a duration such as 60000 or '1m'")
   const limit = checkInteger(options.limit, 'limit', 1, MAX_LIMIT)
@@ -181,5 +230,12 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     blockFor,
     shadow,
   }
-  return Object.freeze(policy)
+  Object.freeze(policy)
+  resolved.add(policy)
+  const bareOnes = [
+    bareDuration('window', options.window, window, name),
+    bareDuration('blockFor', options.blockFor, blockFor, name),
+  ].filter((b) => b !== undefined)
+  if (bareOnes.length > 0) bare.set(policy, bareOnes)
+  return policy
 }
