@@ -1,29 +1,48 @@
-import { execFile } from 'node:child_process'
-import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { mkdir, readFile, realpath, symlink, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { expect } from 'chai'
+import { publint } from 'publint'
+import { formatMessage } from 'publint/utils'
+import {
+  type PackageName,
+  type Packed,
+  packageNames,
+  packPackages,
+  root,
+  run,
+  tarballFiles,
+  unpack,
+} from './packaging/pack.js'
+import { redisUrl } from './support/root-hooks.js'
 
-const run = promisify(execFile)
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-const packages = ['core', 'express', 'koa', 'fastify']
-// Each peer as a consumer would have installed it, taken from the workspace package that depends on it.
-const peers = {
-  ioredis: 'node_modules',
-  express: 'node_modules',
-  koa: 'node_modules',
-  fastify: 'node_modules',
-  'fastify-plugin': 'packages/fastify/node_modules',
-  '@types/express': 'node_modules',
-  '@types/koa': 'node_modules',
-  '@opentelemetry/api': 'node_modules',
-  '@opentelemetry/sdk-metrics': 'node_modules',
+// Each peer as a consumer would have installed it: a copy in the workspace (a path from the repository's root).
+const newestPeers: Record<string, string> = {
+  ioredis: 'node_modules/ioredis',
+  express: 'node_modules/express',
+  koa: 'node_modules/koa',
+  fastify: 'node_modules/fastify',
+  'fastify-plugin': 'packages/fastify/node_modules/fastify-plugin',
+  '@types/express': 'node_modules/@types/express',
+  '@types/koa': 'node_modules/@types/koa',
+  '@types/node': 'node_modules/@types/node',
+  // The newest 1.x, which the workspace's sdk-metrics (for 1.9) does not take: the otel entry needs only the API.
+  '@opentelemetry/api': 'node_modules/opentelemetry-api-newest',
+  '@opentelemetry/sdk-metrics': 'node_modules/@opentelemetry/sdk-metrics',
+}
+// The lowest versions of the peer ranges whose types or code the packed files use (aliases in the root
+// package.json). Express and Koa ship no types of their own: their lowest versions run in test/packaging/lowest-peers.
+const lowestPeers: Record<string, string> = {
+  ...newestPeers,
+  ioredis: 'node_modules/ioredis-lowest',
+  fastify: 'node_modules/fastify-lowest',
+  '@opentelemetry/api': 'node_modules/opentelemetry-api-lowest',
 }
 // Each package's entries: the files a consumer loads; anything else in dist is a chunk they share.
-const entries: Record<string, string[]> = { core: ['index', 'http', 'otel'] }
+const entries: Partial<Record<PackageName, string[]>> = { core: ['index', 'http', 'otel'] }
 const CHUNK = /^[\w]+-[\w-]{8}\.(mjs|cjs|d\.mts|d\.cts)$/
+const REPOSITORY = 'https://github.com/fleetlimit/fleetlimit'
 
 // What a consumer does with the published tarball: a limiter from each module system, and an error
 // thrown by one copy recognised by the other copy's isFleetlimitError.
@@ -54,22 +73,47 @@ const adaptersEsm = adaptersCjs.replace(
   /const \{ rateLimit: (\w+) \} = require\('([^']+)'\)/g,
   "import { rateLimit as $1 } from '$2'",
 )
-// The optional OpenTelemetry entry, from each module system: one allowed and one denied decision, counted.
+const toEsm = (cjs: string) => cjs.replace(/const (\{[^}]+\}) = require\('([^']+)'\)/g, "import $1 from '$2'")
+// The optional OpenTelemetry entry, from each module system, with the tree's @opentelemetry/api: one limiter
+// given a meter, one on the global MeterProvider; one allowed and one denied decision each, counted.
 const otelCjs = `
 const { createRateLimiter } = require('@fleetlimit/core')
 const { instrumentLimiter } = require('@fleetlimit/core/otel')
+const { metrics } = require('@opentelemetry/api')
 const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics')
 class Reader extends MetricReader { async onShutdown() {} async onForceFlush() {} }
-const reader = new Reader()
-const limiter = createRateLimiter({ limit: 1, window: '1s' })
-instrumentLimiter(limiter, { meter: new MeterProvider({ readers: [reader] }).getMeter('t') })
-limiter.consume('t').then(() => limiter.consume('t')).then(async () => {
+const given = new Reader()
+const viaGlobal = new Reader()
+metrics.setGlobalMeterProvider(new MeterProvider({ readers: [viaGlobal] }))
+const a = createRateLimiter({ limit: 1, window: '1s', name: 'a' })
+const b = createRateLimiter({ limit: 1, window: '1s', name: 'b' })
+instrumentLimiter(a, { meter: new MeterProvider({ readers: [given] }).getMeter('t') })
+instrumentLimiter(b)
+const twice = (limiter) => limiter.consume('t').then(() => limiter.consume('t'))
+const counted = async (reader) => {
   const { resourceMetrics } = await reader.collect()
   const decisions = resourceMetrics.scopeMetrics[0].metrics.find((m) => m.descriptor.name === 'fleetlimit.decisions')
-  console.log(JSON.stringify(decisions.dataPoints.map((p) => [p.attributes['fleetlimit.outcome'], p.value])))
+  return decisions.dataPoints.map((p) => [p.attributes['fleetlimit.policy'], p.attributes['fleetlimit.outcome'], p.value])
+}
+Promise.all([twice(a), twice(b)]).then(async () => {
+  console.log(JSON.stringify({ given: await counted(given), global: await counted(viaGlobal) }))
 })
 `
-const otelEsm = otelCjs.replace(/const (\{[^}]+\}) = require\('([^']+)'\)/g, "import $1 from '$2'")
+const otelEsm = toEsm(otelCjs)
+// The Redis store on the tree's ioredis, imported as the README does (by name, which ioredis before 5.2.5
+// lacks), from each module system: a limit of one, so one call is admitted and the next denied.
+const redisCjs = `
+const { Redis } = require('ioredis')
+const { createRateLimiter, redisStore } = require('@fleetlimit/core')
+const redis = new Redis(process.env.REDIS_URL)
+const limiter = createRateLimiter({ store: redisStore(redis, { prefix: process.env.PREFIX }), limit: 1, window: '10s' })
+limiter.consume('t').then(async (a) => {
+  const b = await limiter.consume('t')
+  await redis.quit()
+  console.log(JSON.stringify([a.allowed, b.allowed]))
+})
+`
+const redisEsm = toEsm(redisCjs)
 const tsConsumer = `
 import { createRateLimiter, type Decision, definePolicy, redisStore } from '@fleetlimit/core'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
@@ -80,8 +124,9 @@ import { metrics } from '@opentelemetry/api'
 import express from 'express'
 import Fastify from 'fastify'
 import Koa from 'koa'
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 const store = redisStore(new Redis({ lazyConnect: true }))
+export const cluster = redisStore(new Cluster([{ host: '127.0.0.1', port: 7000 }], { lazyConnect: true }))
 const limiter = createRateLimiter({ store, limit: 1, window: '1m' })
 export const decision: Promise<Decision> = limiter.consume('t', { cost: 1 })
 export const detach: () => void = instrumentLimiter(limiter, { meter: metrics.getMeter('app') })
@@ -94,90 +139,251 @@ export const ready = app.register(fastifyRateLimit, { store, limit: 100, window:
 )
 `
 
-describe('the packed packages load as a consumer loads them', function () {
+/** A consumer's folder: the unpacked packages in node_modules/@fleetlimit, and each peer linked from the workspace. */
+async function makeTree(packed: Packed, dir: string, peers: Record<string, string>): Promise<void> {
+  for (const name of packageNames) await unpack(packed.tarballs[name], join(dir, 'node_modules/@fleetlimit', name))
+  for (const [peer, from] of Object.entries(peers)) {
+    await mkdir(join(dir, 'node_modules', peer, '..'), { recursive: true })
+    await symlink(await realpath(join(root, from)), join(dir, 'node_modules', peer))
+  }
+}
+
+const version = (path: string): string => JSON.parse(readFileSync(join(root, path, 'package.json'), 'utf8')).version
+const versions = (peers: Record<string, string>) =>
+  ['ioredis', 'fastify', '@opentelemetry/api'].map((name) => `${name} ${version(peers[name] as string)}`).join(', ')
+
+describe('the packed packages', function () {
   this.timeout(180_000)
-  let dir: string
+  let packed: Packed
+  const manifests = {} as Record<PackageName, Record<string, unknown>>
+
+  const trees = [
+    { name: 'newest', peers: newestPeers },
+    { name: 'lowest', peers: lowestPeers },
+  ] as const
+  const treeDir = (name: string) => join(packed.dir, 'trees', name)
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'fleetlimit-pack-'))
-    const modules = join(dir, 'node_modules')
-    await mkdir(join(modules, '@fleetlimit'), { recursive: true })
-    await mkdir(join(modules, '@types'), { recursive: true })
-    await mkdir(join(modules, '@opentelemetry'), { recursive: true })
-    for (const name of packages) {
-      const packageDir = join(root, 'packages', name)
-      await run('pnpm', ['run', 'build'], { cwd: packageDir })
-      await run('pnpm', ['pack', '--pack-destination', dir], { cwd: packageDir })
-      const tarball = (await readdir(dir)).find((file) => file.startsWith(`fleetlimit-${name}-`)) as string
-      await mkdir(join(dir, name))
-      await run('tar', ['-xzf', join(dir, tarball), '-C', join(dir, name)])
-      await cp(join(dir, name, 'package'), join(modules, '@fleetlimit', name), { recursive: true })
+    packed = await packPackages()
+    for (const name of packageNames) {
+      await unpack(packed.tarballs[name], join(packed.dir, 'unpacked', name))
+      manifests[name] = JSON.parse(await readFile(join(packed.dir, 'unpacked', name, 'package.json'), 'utf8'))
     }
-    for (const [peer, from] of Object.entries(peers)) {
-      await symlink(await realpath(join(root, from, peer)), join(modules, peer))
-    }
-  })
-  after(() => (process.env.KEEP_PACK ? undefined : rm(dir, { recursive: true, force: true })))
-
-  it('ships only the built files, depending on core by version', async () => {
-    for (const name of packages) {
-      const files = await readdir(join(dir, `node_modules/@fleetlimit/${name}/dist`))
-      const expected = (entries[name] ?? ['index']).flatMap((e) => [`${e}.cjs`, `${e}.d.cts`, `${e}.d.mts`, `${e}.mjs`])
-      expect(files.filter((file) => !CHUNK.test(file)).sort(), name).to.deep.equal(expected.sort())
-      const manifest = JSON.parse(await readFile(join(dir, `node_modules/@fleetlimit/${name}/package.json`), 'utf8'))
-      expect(JSON.stringify(manifest), name).to.not.include('workspace:')
-    }
+    for (const tree of trees) await makeTree(packed, treeDir(tree.name), tree.peers)
   })
 
-  it('keeps @opentelemetry/api out of every file but the otel entry: core runs without it', async () => {
-    const distDir = join(dir, 'node_modules/@fleetlimit/core/dist')
-    for (const file of await readdir(distDir)) {
-      const text = await readFile(join(distDir, file), 'utf8')
-      expect(text.includes('@opentelemetry/api'), file).to.equal(file.startsWith('otel.'))
-    }
-  })
-
-  it('loads @fleetlimit/core/otel with require and with import, and counts decisions', async () => {
-    await writeFile(join(dir, 'otel.cjs'), otelCjs)
-    await writeFile(join(dir, 'otel.mjs'), otelEsm)
-    for (const file of ['otel.cjs', 'otel.mjs']) {
-      const { stdout } = await run(process.execPath, [file], { cwd: dir })
-      expect(JSON.parse(stdout), file).to.deep.equal([
-        ['allowed', 1],
-        ['denied', 1],
+  it('ship the built entries, README, LICENSE, CHANGELOG and package.json, and nothing else', async () => {
+    const license = await readFile(join(root, 'LICENSE'), 'utf8')
+    for (const name of packageNames) {
+      const files = await tarballFiles(packed.tarballs[name])
+      expect(files.filter((file) => !file.startsWith('dist/')).sort(), name).to.deep.equal([
+        'CHANGELOG.md',
+        'LICENSE',
+        'README.md',
+        'package.json',
       ])
+      const dist = files.filter((file) => file.startsWith('dist/')).map((file) => file.slice('dist/'.length))
+      const expected = (entries[name] ?? ['index']).flatMap((e) => [`${e}.cjs`, `${e}.d.cts`, `${e}.d.mts`, `${e}.mjs`])
+      expect(dist.filter((file) => !CHUNK.test(file)).sort(), name).to.deep.equal(expected.sort())
+      const unpacked = join(packed.dir, 'unpacked', name)
+      expect(await readFile(join(unpacked, 'LICENSE'), 'utf8'), `${name}: the root LICENSE`).to.equal(license)
+      const readme = await readFile(join(unpacked, 'README.md'), 'utf8')
+      expect(readme, name).to.include(`npm install @fleetlimit/${name}`)
+      expect(readme, name).to.include(`${REPOSITORY}#readme`)
     }
   })
 
-  it('loads every adapter with require and with import, and builds its middleware', async () => {
-    await writeFile(join(dir, 'adapters.cjs'), adaptersCjs)
-    await writeFile(join(dir, 'adapters.mjs'), adaptersEsm)
-    for (const file of ['adapters.cjs', 'adapters.mjs']) {
-      const { stdout } = await run(process.execPath, [file], { cwd: dir })
-      expect(JSON.parse(stdout), file).to.deep.equal({ express: 'function', koa: 'function', fastify: 'function' })
+  it('publish manifests with the links npm shows, core by version, and no workspace-only field', () => {
+    for (const name of packageNames) {
+      const manifest = manifests[name]
+      expect(manifest, name).to.include({ license: 'MIT', homepage: `${REPOSITORY}#readme` })
+      expect(manifest.repository, name).to.deep.equal({
+        type: 'git',
+        url: `git+${REPOSITORY}.git`,
+        directory: `packages/${name}`,
+      })
+      expect(manifest.bugs, name).to.deep.equal({ url: `${REPOSITORY}/issues` })
+      expect(manifest.keywords, name).to.be.an('array').that.includes('rate-limit')
+      const text = JSON.stringify(manifest)
+      expect(text, name).to.not.include('workspace:')
+      expect(text, `${name}: the workspace's source condition`).to.not.include('@fleetlimit/source')
+      expect(manifest, name).to.not.have.property('publishConfig')
     }
   })
 
-  it('loads with require, and an ESM copy’s error is branded for the CJS copy', async () => {
-    await writeFile(join(dir, 'consumer.cjs'), cjsConsumer)
-    const { stdout } = await run(process.execPath, ['consumer.cjs'], { cwd: dir })
-    expect(JSON.parse(stdout)).to.deep.equal({ a: true, b: false, crossCopy: true, sameClass: false })
+  it('export what the workspace exports, less the source condition, and every path is in the tarball', async () => {
+    const withoutSource = (value: unknown): unknown =>
+      value && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.entries(value)
+              .filter(([key]) => key !== '@fleetlimit/source')
+              .map(([key, inner]) => [key, withoutSource(inner)]),
+          )
+        : value
+    const paths = (value: unknown): string[] =>
+      typeof value === 'string'
+        ? [value]
+        : value && typeof value === 'object'
+          ? Object.values(value).flatMap(paths)
+          : []
+    for (const name of packageNames) {
+      const workspace = JSON.parse(await readFile(join(root, 'packages', name, 'package.json'), 'utf8'))
+      const manifest = manifests[name]
+      expect(manifest.exports, name).to.deep.equal(withoutSource(workspace.exports))
+      const files = new Set((await tarballFiles(packed.tarballs[name])).map((file) => `./${file}`))
+      const targets = paths([manifest.exports, manifest.main, manifest.module, manifest.types, manifest.typesVersions])
+      expect(targets.length, name).to.be.above(4)
+      for (const target of targets)
+        expect(files.has(target.replace(/^(?!\.\/)/, './')), `${name}: ${target}`).to.equal(true)
+    }
   })
 
-  it('loads with import', async () => {
-    await writeFile(join(dir, 'consumer.mjs'), esmConsumer)
-    const { stdout } = await run(process.execPath, ['consumer.mjs'], { cwd: dir })
-    expect(JSON.parse(stdout)).to.deep.equal({ allowed: true, remaining: 1 })
+  it('publint finds nothing to say of any tarball', async () => {
+    for (const name of packageNames) {
+      const tarball = (await readFile(packed.tarballs[name])).buffer as ArrayBuffer
+      const { messages, pkg } = await publint({ pack: { tarball }, level: 'suggestion', strict: true })
+      expect(
+        messages.map((message) => `${message.type}: ${formatMessage(message, pkg)}`),
+        name,
+      ).to.deep.equal([])
+    }
   })
 
-  it('type-checks from TypeScript as ESM (.d.mts) and as CJS (.d.cts)', async () => {
-    await writeFile(join(dir, 'consumer.mts'), tsConsumer)
-    await writeFile(join(dir, 'consumer.cts'), tsConsumer)
-    const tsc = join(root, 'node_modules/typescript/bin/tsc')
-    const args = ['--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext']
-    const result = await run(process.execPath, [tsc, ...args, 'consumer.mts', 'consumer.cts'], { cwd: dir }).catch(
-      (error: { stdout?: string }) => error,
+  it('attw finds no problem in any entry, under node10, node16 (from CJS and ESM) and bundler', async () => {
+    const attw = join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js')
+    const reports = await Promise.all(
+      packageNames.map(async (name) => {
+        // Exits 1 when it finds a problem: the report is still on stdout.
+        const result = await run(process.execPath, [attw, packed.tarballs[name], '--format', 'json'], {
+          maxBuffer: 64 * 1024 * 1024,
+        }).catch((error: { stdout?: string }) => error)
+        return JSON.parse(result.stdout ?? '{}') as AttwReport
+      }),
     )
-    expect(result.stdout, 'tsc reported errors').to.equal('')
+    for (const [i, name] of packageNames.entries()) {
+      const { analysis } = reports[i] as AttwReport
+      expect(
+        analysis.problems.map((p) => `${p.kind} ${p.entrypoint ?? ''} ${p.resolutionKind ?? ''}`),
+        name,
+      ).to.deep.equal([])
+      const subpaths = (entries[name] ?? ['index']).map((e) => (e === 'index' ? '.' : `./${e}`))
+      expect(Object.keys(analysis.entrypoints).sort(), name).to.deep.equal([...subpaths, './package.json'].sort())
+      for (const subpath of subpaths) {
+        const { resolutions } = analysis.entrypoints[subpath] as AttwEntrypoint
+        expect(Object.keys(resolutions).sort(), `${name} ${subpath}`).to.deep.equal([
+          'bundler',
+          'node10',
+          'node16-cjs',
+          'node16-esm',
+        ])
+        for (const [kind, { resolution }] of Object.entries(resolutions)) {
+          expect(resolution?.fileName, `${name} ${subpath} ${kind}`).to.match(/\/dist\/[\w.-]+\.d\.[cm]ts$/)
+        }
+      }
+    }
+  })
+
+  it('keep @opentelemetry/api out of every file but the otel entry: core runs without it', async () => {
+    const dist = join(packed.dir, 'unpacked/core/dist')
+    for (const file of (await tarballFiles(packed.tarballs.core)).filter((f) => f.startsWith('dist/'))) {
+      const text = await readFile(join(dist, file.slice('dist/'.length)), 'utf8')
+      expect(text.includes('@opentelemetry/api'), file).to.equal(file.startsWith('dist/otel.'))
+    }
+  })
+
+  for (const tree of trees) {
+    describe(`loaded as a consumer loads them, with the ${tree.name} peers (${versions(tree.peers)})`, () => {
+      const node = async (file: string, text: string, env: Record<string, string> = {}) => {
+        await writeFile(join(treeDir(tree.name), file), text)
+        const { stdout } = await run(process.execPath, [file], {
+          cwd: treeDir(tree.name),
+          env: { ...process.env, ...env },
+        })
+        return JSON.parse(stdout)
+      }
+      it('loads @fleetlimit/core/otel with require and with import, and counts decisions', async () => {
+        for (const [file, text] of [
+          ['otel.cjs', otelCjs],
+          ['otel.mjs', otelEsm],
+        ] as const) {
+          expect(await node(file, text), file).to.deep.equal({
+            given: [
+              ['a', 'allowed', 1],
+              ['a', 'denied', 1],
+            ],
+            global: [
+              ['b', 'allowed', 1],
+              ['b', 'denied', 1],
+            ],
+          })
+        }
+      })
+
+      it('runs the Redis store on ioredis imported by name, with require and with import', async () => {
+        for (const [file, text] of [
+          ['redis.cjs', redisCjs],
+          ['redis.mjs', redisEsm],
+        ] as const) {
+          const env = { REDIS_URL: redisUrl(), PREFIX: `fltest-${randomBytes(6).toString('hex')}` }
+          expect(await node(file, text, env), file).to.deep.equal([true, false])
+        }
+      })
+
+      it('loads every adapter with require and with import, and builds its middleware', async () => {
+        for (const [file, text] of [
+          ['adapters.cjs', adaptersCjs],
+          ['adapters.mjs', adaptersEsm],
+        ] as const) {
+          expect(await node(file, text), file).to.deep.equal({
+            express: 'function',
+            koa: 'function',
+            fastify: 'function',
+          })
+        }
+      })
+
+      it('loads with require, and an ESM copy’s error is branded for the CJS copy', async () => {
+        expect(await node('consumer.cjs', cjsConsumer)).to.deep.equal({
+          a: true,
+          b: false,
+          crossCopy: true,
+          sameClass: false,
+        })
+      })
+
+      it('loads with import', async () => {
+        expect(await node('consumer.mjs', esmConsumer)).to.deep.equal({ allowed: true, remaining: 1 })
+      })
+    })
+  }
+
+  it('type-check from TypeScript as ESM (.d.mts) and CJS (.d.cts), with skipLibCheck off, with either peers', async () => {
+    const tsc = join(root, 'node_modules/typescript/bin/tsc')
+    // skipLibCheck off checks every declaration file, the packages' own included: their imports must resolve.
+    // The default library is TypeScript's own, left unchecked; the trees are checked side by side.
+    const args = ['--noEmit', '--strict', '--skipLibCheck', 'false', '--skipDefaultLibCheck', '--lib', 'es2023']
+    const outputs = await Promise.all(
+      trees.map(async (tree) => {
+        const dir = treeDir(tree.name)
+        await writeFile(join(dir, 'consumer.mts'), tsConsumer)
+        await writeFile(join(dir, 'consumer.cts'), tsConsumer)
+        const options = [...args, '--module', 'nodenext', '--types', 'node', 'consumer.mts', 'consumer.cts']
+        const result = await run(process.execPath, [tsc, ...options], { cwd: dir }).catch(
+          (error: { stdout?: string }) => error,
+        )
+        return result.stdout
+      }),
+    )
+    expect(outputs, 'tsc reported errors (newest peers, lowest peers)').to.deep.equal(['', ''])
   })
 })
+
+interface AttwEntrypoint {
+  readonly resolutions: Record<string, { readonly resolution?: { readonly fileName: string } }>
+}
+interface AttwReport {
+  readonly analysis: {
+    readonly problems: readonly { kind: string; entrypoint?: string; resolutionKind?: string }[]
+    readonly entrypoints: Record<string, AttwEntrypoint>
+  }
+}

@@ -6,10 +6,11 @@ import { keySlot, type RedisCluster, startRedisCluster } from '@fleetlimit/test-
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import { Cluster } from 'ioredis'
+import { adaptClient } from '../../packages/core/src/store/script-client.js'
 import { describeStoreConformance } from '../support/conformance.js'
 import { describeHoldsAndRefunds } from '../support/holds.js'
 import { describePlans } from '../support/plans.js'
-import { uniquePrefix } from '../support/redis.js'
+import { nodeRedisKinds, type TestClient, uniquePrefix } from '../support/redis.js'
 
 describe('Redis Cluster: three masters, one replica each, started by the test', function () {
   this.timeout(120_000)
@@ -230,4 +231,151 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     for (const failure of closedFailures) expect(failure).to.be.instanceOf(StoreError)
     expect(failOpen.stats().degraded).to.equal(sources.filter((s) => s !== 'store').length)
   })
+
+  // The same cluster through node-redis: its own slot map, MOVED and ASK, and topology refresh. Child suites run
+  // after the tests above, so after the ioredis failover: a cluster with one master fewer among the nodes.
+  for (const kind of nodeRedisKinds) {
+    describe(`through a ${kind.name} cluster`, () => {
+      let tested: TestClient
+      before(async () => {
+        tested = await kind.connectCluster(cluster.startupNodes)
+        // A killed node's connection errors are expected here, not news (node-redis 6 reports them so).
+        ;(tested.client as unknown as { on(event: string, listener: () => void): void }).on('node-error', () => {})
+      })
+      after(() => tested?.close())
+      const make = () => redisStore(tested.client, { prefix: uniquePrefix() })
+      // Asked of a node still alive: a failover above killed one (and a killed process has a signal, no exit code).
+      const livePort = () =>
+        String(cluster.nodes.find((n) => n.process.exitCode === null && n.process.signalCode === null)?.port)
+      const liveCli = (...args: string[]) => cluster.cli('-p', livePort(), ...args)
+      const masterOf = (slot: number) => cluster.masterOf(slot, Number(livePort()))
+
+      describeStoreConformance(`redisStore on a ${kind.name} cluster`, make)
+      describePlans(`redisStore on a ${kind.name} cluster`, make)
+      describeHoldsAndRefunds(`redisStore on a ${kind.name} cluster`, make)
+
+      it('keeps one breaker per master: each key’s server is the master the cluster names for its slot', async () => {
+        const adapter = adaptClient(tested.client)
+        const masters = new Set<string>()
+        for (let i = 0; i < 30; i++) {
+          const key = `p:n:{tenant-${i}}:r`
+          const server = adapter?.serverOf(key) ?? ''
+          expect(server).to.equal(`127.0.0.1:${(await masterOf(keySlot(key))).port}`)
+          masters.add(server)
+        }
+        expect(masters.size).to.equal(3)
+      })
+
+      it('moves the slot of a hot key during load: node-redis follows MOVED and ASK, no error, the limit holds', async () => {
+        const prefix = uniquePrefix()
+        const limiter = createRateLimiter({
+          store: redisStore(tested.client, { prefix }),
+          limit: 200,
+          window: '2s',
+          timeoutMs: 2_000,
+          local: false,
+        })
+        const { lowestSlot, id: from } = await masterOf(keySlot('{any}'))
+        let i = 0
+        const tag = kind.name.replace(/[^a-z0-9]/g, '')
+        while (keySlot(`{hot-${tag}-${i}}`) !== lowestSlot) i++
+        const tenant = `hot-${tag}-${i}`
+        let to = from
+        for (let slot = 0; to === from; slot += 997) to = (await masterOf(slot)).id
+        const admitted: number[] = []
+        const errors: unknown[] = []
+        let moved = false
+        let decidedAfterMove = 0
+        let underWay: () => void = () => {}
+        const started = new Promise<void>((resolve) => {
+          underWay = resolve
+        })
+        // Until the slot has moved, 50 decisions were made after the move, and the limit was reached (or a call failed).
+        const load = (async () => {
+          while (errors.length === 0 && (!moved || decidedAfterMove < 50 || admitted.length < 200)) {
+            await limiter.consume(tenant).then(
+              (d: Decision) => {
+                if (d.allowed) admitted.push(performance.now())
+                if (moved) decidedAfterMove++
+              },
+              (e: unknown) => errors.push(e),
+            )
+            if (admitted.length === 20) underWay()
+          }
+          underWay()
+        })()
+        await started
+        await liveCli(
+          '--cluster',
+          'reshard',
+          `127.0.0.1:${livePort()}`,
+          '--cluster-from',
+          from,
+          '--cluster-to',
+          to,
+          '--cluster-slots',
+          '1',
+          '--cluster-yes',
+        )
+        moved = true
+        await load
+        expect((await masterOf(lowestSlot)).id, 'the hot key’s slot moved').to.equal(to)
+        expect(errors).to.deep.equal([])
+        expect(admitted.length).to.be.at.least(200)
+        expect(maxInWindow(admitted, 2_000 - 5)).to.be.at.most(200)
+      })
+
+      if (kind.name === 'node-redis 6') {
+        // node-redis 5.0's cluster never looks for a dead master's successor (no reply, so no MOVED): it is not run there.
+        it('kills the master of a hot key: the fallback decides until node-redis finds the promoted replica, then the store', async () => {
+          const policy = {
+            limit: 1_000_000,
+            window: '1m',
+            timeoutMs: 200,
+            local: false,
+            logger: { warn() {} },
+          } as const
+          const limiter = createRateLimiter({
+            ...policy,
+            store: redisStore(tested.client, { prefix: uniquePrefix() }),
+            onStoreError: 'fail-open',
+            fallback: { limit: 50 },
+          })
+          // A master that still has a live replica to promote, and a tenant on it and one on another master.
+          const nodes = (await liveCli('cluster', 'nodes')).split('\n').map((line) => line.split(' '))
+          const replicaOf = (id: string) =>
+            nodes.find((f) => f[3] === id && f[2]?.includes('slave') && !f[2].includes('fail'))
+          let i = 0
+          let dying = await masterOf(keySlot(`{hot-${i}}`))
+          while (!replicaOf(dying.id)) dying = await masterOf(keySlot(`{hot-${++i}}`))
+          const tenant = `hot-${i}`
+          let j = 0
+          while ((await masterOf(keySlot(`{other-${j}}`))).id === dying.id) j++
+          const other = `other-${j}`
+          const replica = replicaOf(dying.id) as string[]
+          expect((await limiter.consume(tenant)).source).to.equal('store')
+
+          await cluster.nodes.find((node) => node.port === dying.port)?.stop()
+          const sources: string[] = []
+          const otherSources = new Set<string>()
+          while (!(sources.includes('fallback') && sources.at(-1) === 'store')) {
+            sources.push((await limiter.consume(tenant)).source)
+            otherSources.add((await limiter.consume(other)).source)
+            await sleep(5)
+          }
+          const replicaPort = Number(/:(\d+)@/.exec(replica[1] ?? '')?.[1])
+          expect(
+            (await cluster.masterOf(keySlot(`{${tenant}}`), replicaPort)).id,
+            'the replica serves the slot',
+          ).to.equal(replica[0])
+          expect(
+            new Set(sources.slice(sources.indexOf('fallback'), -1)),
+            'the fallback decided meanwhile',
+          ).to.deep.equal(new Set(['fallback']))
+          expect([...otherSources], 'a tenant on a live master: the store decided throughout').to.deep.equal(['store'])
+          expect(limiter.stats().breakerOpenings, 'the dead master’s breaker opened').to.be.at.least(1)
+        })
+      }
+    })
+  }
 })

@@ -1,9 +1,8 @@
 import { createRateLimiter, isFleetlimitError, redisStore, type StoreError } from '@fleetlimit/core'
-import { logUnits } from '@fleetlimit/test-kit/log-units'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
 import { defaultClient, serverPerTest } from '../support/faults.js'
+import { clientKinds, type TestClient } from '../support/redis.js'
 
 const quiet = { warn() {}, info() {} }
 
@@ -20,199 +19,235 @@ const outcome = (call: Promise<{ source: string }>) =>
     (error: unknown) => error,
   )
 
-/** Units the key's window holds, read on `client` after every command the limiter sent on it. */
-const unitsIn = (client: Redis, key: string) => logUnits(client, key)
-
-describe('a healthy but busy Redis, and a process that gives up on a call', function () {
-  this.timeout(60_000)
+/**
+ * A redis-server per test, set up through `redis.client` (ioredis), and the client of the kind under test, which
+ * the stores use: read `tested.client`.
+ */
+function serverAndClientPerTest(kind: (typeof clientKinds)[number]) {
   const redis = serverPerTest()
-
-  it('a burst from this process queues here, not in the socket: 5,000 calls at once, all decided by the store', async () => {
-    const limiter = createRateLimiter({
-      store: redisStore(redis.client),
-      limit: 1_000_000,
-      window: '1m',
-      logger: quiet,
-    })
-    const outcomes = await Promise.all(Array.from({ length: 5_000 }, () => outcome(limiter.consume('tenant'))))
-    expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
-    expect(limiter.stats()).to.include({ allowed: 5_000, storeErrors: 0, breakerOpenings: 0 })
-    expect(await unitsIn(redis.client, 'fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(5_000)
+  const current = { redis } as { redis: typeof redis; tested: TestClient }
+  beforeEach(async () => {
+    current.tested = await kind.connect(redis.server.url)
   })
+  afterEach(() => current.tested.close())
+  return current
+}
 
-  it('an event loop blocked for 300 ms while replies are in flight turns none of them into a timeout', async () => {
-    const limiter = createRateLimiter({
-      store: redisStore(redis.client),
-      limit: 1_000_000,
-      window: '1m',
-      logger: quiet,
-    })
-    const calls = Array.from({ length: 2_000 }, () => outcome(limiter.consume('tenant')))
-    // The replies arrive while the loop is blocked; every deadline has passed by the time it runs again.
-    blockEventLoop(300)
-    const outcomes = await Promise.all(calls)
-    expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
-    expect(limiter.stats()).to.include({ allowed: 2_000, storeErrors: 0, timeouts: 0, breakerOpenings: 0 })
-    expect(await unitsIn(redis.client, 'fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(2_000)
-  })
+// Each client library in turn: the same Redis, the same failures, the same answers.
+for (const kind of clientKinds) {
+  describe(`a healthy but busy Redis, and a process that gives up on a call (${kind.name})`, function () {
+    this.timeout(60_000)
+    const at = serverAndClientPerTest(kind)
+    const { redis } = at
+    /** Units the key's window holds, read on the tested client after every command the limiter sent on it. */
+    const unitsIn = (key: string) => at.tested.units(key)
 
-  it('a decision its caller gave up on records nothing: calls that reach a paused Redis after their deadline', async () => {
-    const limiter = createRateLimiter({ store: redisStore(redis.client), limit: 1_000, window: '1m', logger: quiet })
-    // One answer teaches the store the server's clock, which the deadline is sent in.
-    expect((await limiter.consume('tenant')).source).to.equal('store')
-    const pauser = await defaultClient(redis.server.url)
-    try {
-      await pauser.call('CLIENT', 'PAUSE', '400', 'ALL')
-      const outcomes = await Promise.all(Array.from({ length: 20 }, () => outcome(limiter.consume('tenant'))))
-      expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
-      expect(limiter.stats()).to.include({ allowed: 1, timeouts: 20 })
-      // Sent after the limiter's calls on the same connection: answered once the paused scripts have run.
-      expect(await unitsIn(redis.client, 'fleetlimit:1000-per-60000ms~sl2-60000:{tenant}')).to.equal(1)
-    } finally {
-      pauser.disconnect()
-    }
-  })
-
-  it('a lease its caller gave up on reserves nothing', async () => {
-    const limiter = createRateLimiter({
-      store: redisStore(redis.client),
-      name: 'upstream',
-      limit: 10_000,
-      window: '1m',
-      local: { lease: 400 },
-      logger: quiet,
-    })
-    expect((await limiter.consume('warm')).source).to.equal('store')
-    const pauser = await defaultClient(redis.server.url)
-    try {
-      await pauser.call('CLIENT', 'PAUSE', '600', 'ALL')
-      const tenants = ['a', 'b', 'c', 'd', 'e']
-      const outcomes = await Promise.all(tenants.map((t) => outcome(limiter.consume(t))))
-      expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
-      const held = await Promise.all(tenants.map((t) => unitsIn(redis.client, `fleetlimit:upstream~sl2-60000:{${t}}`)))
-      expect(held).to.deep.equal([0, 0, 0, 0, 0])
-    } finally {
-      pauser.disconnect()
-    }
-  })
-})
-
-describe('an error about one key stays with that key', function () {
-  this.timeout(60_000)
-  const redis = serverPerTest()
-
-  it('WRONGTYPE on one tenant fails its calls alone: the breaker stays closed for every other tenant', async () => {
-    const store = redisStore(redis.client)
-    const api = createRateLimiter({ store, name: 'api', limit: 100, window: '1m', logger: quiet })
-    const search = createRateLimiter({ store, name: 'search', limit: 100, window: '1m', logger: quiet })
-    await redis.client.hset('fleetlimit:api~sl2-60000:{broken}', 'not', 'a log')
-    const broken = await Promise.all(Array.from({ length: 8 }, () => outcome(api.consume('broken'))))
-    expect(broken.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
-    expect(String((broken[0] as StoreError).cause)).to.match(/^ReplyError: WRONGTYPE/)
-    expect(api.breakerState).to.equal('closed')
-    const others = await Promise.all(Array.from({ length: 20 }, () => outcome(search.consume('other'))))
-    expect(others.filter((o) => o !== 'store')).to.deep.equal([])
-    expect(api.stats()).to.include({ storeErrors: 8, shortCircuits: 0, breakerOpenings: 0 })
-  })
-
-  it('NOPERM on a key the ACL user may not touch fails that call alone', async () => {
-    await redis.client.call('ACL', 'SETUSER', 'limited', 'on', '>pw', 'resetkeys', '~fleetlimit:ok*', '+@all')
-    const client = await defaultClient(redis.server.url.replace('redis://', 'redis://limited:pw@'))
-    try {
-      const store = redisStore(client)
-      const denied = createRateLimiter({ store, name: 'no', limit: 5, window: '1m', logger: quiet })
-      const allowed = createRateLimiter({ store, name: 'ok', limit: 5, window: '1m', logger: quiet })
-      const errors = await Promise.all(Array.from({ length: 8 }, () => outcome(denied.consume('t'))))
-      expect(String((errors[0] as StoreError).cause)).to.match(/NOPERM/)
-      expect((await allowed.consume('t')).source).to.equal('store')
-      expect(allowed.stats().breakerOpenings + denied.stats().breakerOpenings).to.equal(0)
-    } finally {
-      client.disconnect()
-    }
-  })
-
-  it('a sliding-log and a bucketed policy with the same limit and window never share a key', async () => {
-    const store = redisStore(redis.client)
-    const log = createRateLimiter({ store, limit: 3, window: '1m', logger: quiet })
-    const bucketed = createRateLimiter({ store, limit: 3, window: '1m', algorithm: 'bucketed', logger: quiet })
-    expect(log.policy.name).to.equal(bucketed.policy.name)
-    const decisions = []
-    for (let i = 0; i < 4; i++) decisions.push(await log.consume('t'), await bucketed.consume('t'))
-    expect(decisions.map((d) => `${d.allowed} ${d.source}`)).to.deep.equal([
-      ...Array.from({ length: 6 }, () => 'true store'),
-      'false store',
-      'false store',
-    ])
-  })
-})
-
-describe('an out-of-memory Redis refuses decisions', function () {
-  this.timeout(60_000)
-
-  it('with maxmemory and noeviction: new tenants are refused with a StoreError, and memory does not grow', async () => {
-    const server = await startRedisServer(['--maxmemory', '4mb', '--maxmemory-policy', 'noeviction'])
-    const client = await defaultClient(server.url)
-    try {
-      // Fill the server past maxmemory: the last write that is let through takes it over.
-      const chunk = 'x'.repeat(4 * 1024)
-      for (let i = 0; ; i++) {
-        const refused = await client.set(`ballast:${i}`, chunk).then(
-          () => false,
-          () => true,
-        )
-        if (refused) break
-      }
-      const keys = await client.dbsize()
-      const used = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])
-      const before = await used()
+    it('a burst from this process queues here, not in the socket: 5,000 calls at once, all decided by the store', async () => {
       const limiter = createRateLimiter({
-        store: redisStore(client),
-        limit: 100,
+        store: redisStore(at.tested.client),
+        limit: 1_000_000,
         window: '1m',
-        onStoreError: 'fail-open',
-        fallback: { limit: 1 },
         logger: quiet,
       })
-      const decisions = await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.consume(`tenant-${i}`)))
-      expect(decisions.filter((d) => d.source !== 'fallback')).to.deep.equal([])
-      expect(await client.dbsize(), 'no key was written').to.equal(keys)
-      expect(await used()).to.be.below(before + 64 * 1024)
-      expect(limiter.stats()).to.include({ storeErrors: 500, breakerOpenings: 0 })
-    } finally {
-      client.disconnect()
-      await server.stop()
-    }
-  })
-})
+      const outcomes = await Promise.all(Array.from({ length: 5_000 }, () => outcome(limiter.consume('tenant'))))
+      expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
+      expect(limiter.stats()).to.include({ allowed: 5_000, storeErrors: 0, breakerOpenings: 0 })
+      expect(await unitsIn('fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(5_000)
+    })
 
-describe('a wrong password says so', function () {
-  this.timeout(60_000)
-
-  it('the warning and the StoreError carry the client’s last error (WRONGPASS), quoted cleanly', async () => {
-    const server = await startRedisServer(['--requirepass', 'secret'])
-    const { Redis } = await import('ioredis')
-    const client = new Redis(server.url.replace('redis://', 'redis://:wrong@'))
-    const firstError = new Promise((resolve) => client.once('error', resolve))
-    client.on('error', () => {})
-    try {
-      await firstError
-      const warnings: string[] = []
+    it('an event loop blocked for 300 ms while replies are in flight turns none of them into a timeout', async () => {
       const limiter = createRateLimiter({
-        store: redisStore(client),
-        limit: 5,
+        store: redisStore(at.tested.client),
+        limit: 1_000_000,
         window: '1m',
-        logger: { warn: (m: string) => warnings.push(m) },
+        logger: quiet,
       })
-      const error = (await limiter.consume('t').catch((e: unknown) => e)) as StoreError
-      expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')).to.equal(true)
-      expect(String(error.cause)).to.match(/WRONGPASS/)
-      expect(error.message).to.match(/WRONGPASS/)
-      expect(warnings).to.have.length(1)
-      expect(warnings[0]).to.match(/WRONGPASS/)
-      expect(warnings[0]).not.to.include('.;')
-    } finally {
-      client.disconnect()
-      await server.stop()
-    }
+      const calls = Array.from({ length: 2_000 }, () => outcome(limiter.consume('tenant')))
+      // The replies arrive while the loop is blocked; every deadline has passed by the time it runs again.
+      blockEventLoop(300)
+      const outcomes = await Promise.all(calls)
+      expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
+      expect(limiter.stats()).to.include({ allowed: 2_000, storeErrors: 0, timeouts: 0, breakerOpenings: 0 })
+      expect(await unitsIn('fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(2_000)
+    })
+
+    it('a decision its caller gave up on records nothing: calls that reach a paused Redis after their deadline', async () => {
+      const limiter = createRateLimiter({
+        store: redisStore(at.tested.client),
+        limit: 1_000,
+        window: '1m',
+        logger: quiet,
+      })
+      // One answer teaches the store the server's clock, which the deadline is sent in.
+      expect((await limiter.consume('tenant')).source).to.equal('store')
+      const pauser = await defaultClient(redis.server.url)
+      try {
+        await pauser.call('CLIENT', 'PAUSE', '400', 'ALL')
+        const outcomes = await Promise.all(Array.from({ length: 20 }, () => outcome(limiter.consume('tenant'))))
+        expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
+        expect(limiter.stats()).to.include({ allowed: 1, timeouts: 20 })
+        // Sent after the limiter's calls on the same connection: answered once the paused scripts have run.
+        expect(await unitsIn('fleetlimit:1000-per-60000ms~sl2-60000:{tenant}')).to.equal(1)
+      } finally {
+        pauser.disconnect()
+      }
+    })
+
+    it('a lease its caller gave up on reserves nothing', async () => {
+      const limiter = createRateLimiter({
+        store: redisStore(at.tested.client),
+        name: 'upstream',
+        limit: 10_000,
+        window: '1m',
+        local: { lease: 400 },
+        logger: quiet,
+      })
+      expect((await limiter.consume('warm')).source).to.equal('store')
+      const pauser = await defaultClient(redis.server.url)
+      try {
+        await pauser.call('CLIENT', 'PAUSE', '600', 'ALL')
+        const tenants = ['a', 'b', 'c', 'd', 'e']
+        const outcomes = await Promise.all(tenants.map((t) => outcome(limiter.consume(t))))
+        expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
+        const held = await Promise.all(tenants.map((t) => unitsIn(`fleetlimit:upstream~sl2-60000:{${t}}`)))
+        expect(held).to.deep.equal([0, 0, 0, 0, 0])
+      } finally {
+        pauser.disconnect()
+      }
+    })
   })
-})
+
+  describe(`an error about one key stays with that key (${kind.name})`, function () {
+    this.timeout(60_000)
+    const at = serverAndClientPerTest(kind)
+    const { redis } = at
+
+    it('WRONGTYPE on one tenant fails its calls alone: the breaker stays closed for every other tenant', async () => {
+      const store = redisStore(at.tested.client)
+      const api = createRateLimiter({ store, name: 'api', limit: 100, window: '1m', logger: quiet })
+      const search = createRateLimiter({ store, name: 'search', limit: 100, window: '1m', logger: quiet })
+      await redis.client.hset('fleetlimit:api~sl2-60000:{broken}', 'not', 'a log')
+      const broken = await Promise.all(Array.from({ length: 8 }, () => outcome(api.consume('broken'))))
+      expect(broken.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
+      expect(String((broken[0] as StoreError).cause)).to.match(/^ReplyError: WRONGTYPE/)
+      expect(api.breakerState).to.equal('closed')
+      const others = await Promise.all(Array.from({ length: 20 }, () => outcome(search.consume('other'))))
+      expect(others.filter((o) => o !== 'store')).to.deep.equal([])
+      expect(api.stats()).to.include({ storeErrors: 8, shortCircuits: 0, breakerOpenings: 0 })
+    })
+
+    it('NOPERM on a key the ACL user may not touch fails that call alone', async () => {
+      await redis.client.call('ACL', 'SETUSER', 'limited', 'on', '>pw', 'resetkeys', '~fleetlimit:ok*', '+@all')
+      const client = await kind.connect(redis.server.url.replace('redis://', 'redis://limited:pw@'))
+      try {
+        const store = redisStore(client.client)
+        const denied = createRateLimiter({ store, name: 'no', limit: 5, window: '1m', logger: quiet })
+        const allowed = createRateLimiter({ store, name: 'ok', limit: 5, window: '1m', logger: quiet })
+        const errors = await Promise.all(Array.from({ length: 8 }, () => outcome(denied.consume('t'))))
+        expect(String((errors[0] as StoreError).cause)).to.match(/NOPERM/)
+        expect((await allowed.consume('t')).source).to.equal('store')
+        expect(allowed.stats().breakerOpenings + denied.stats().breakerOpenings).to.equal(0)
+      } finally {
+        client.close()
+      }
+    })
+
+    it('a sliding-log and a bucketed policy with the same limit and window never share a key', async () => {
+      const store = redisStore(at.tested.client)
+      const log = createRateLimiter({ store, limit: 3, window: '1m', logger: quiet })
+      const bucketed = createRateLimiter({ store, limit: 3, window: '1m', algorithm: 'bucketed', logger: quiet })
+      expect(log.policy.name).to.equal(bucketed.policy.name)
+      const decisions = []
+      for (let i = 0; i < 4; i++) decisions.push(await log.consume('t'), await bucketed.consume('t'))
+      expect(decisions.map((d) => `${d.allowed} ${d.source}`)).to.deep.equal([
+        ...Array.from({ length: 6 }, () => 'true store'),
+        'false store',
+        'false store',
+      ])
+    })
+  })
+
+  describe(`an out-of-memory Redis refuses decisions (${kind.name})`, function () {
+    this.timeout(60_000)
+
+    it('with maxmemory and noeviction: new tenants are refused with a StoreError, and memory does not grow', async () => {
+      const server = await startRedisServer(['--maxmemory', '4mb', '--maxmemory-policy', 'noeviction'])
+      const client = await defaultClient(server.url)
+      let tested: TestClient | undefined
+      try {
+        // Fill the server past maxmemory: the last write that is let through takes it over.
+        const chunk = 'x'.repeat(4 * 1024)
+        for (let i = 0; ; i++) {
+          const refused = await client.set(`ballast:${i}`, chunk).then(
+            () => false,
+            () => true,
+          )
+          if (refused) break
+        }
+        const keys = await client.dbsize()
+        const used = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])
+        const before = await used()
+        // ioredis: the store on the client that filled the server; node-redis: on a connection of its own, opened now.
+        tested = kind.name === 'ioredis' ? undefined : await kind.connect(server.url)
+        const limiter = createRateLimiter({
+          store: redisStore(tested?.client ?? client),
+          limit: 100,
+          window: '1m',
+          onStoreError: 'fail-open',
+          fallback: { limit: 1 },
+          logger: quiet,
+          // Refusals, not deadlines, are what this test is about: a busy machine must not open the breaker.
+          timeoutMs: '10s',
+        })
+        const decisions = await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.consume(`tenant-${i}`)))
+        expect(decisions.filter((d) => d.source !== 'fallback')).to.deep.equal([])
+        expect(await client.dbsize(), 'no key was written').to.equal(keys)
+        expect(limiter.stats()).to.include({ storeErrors: 500, breakerOpenings: 0 })
+        if (tested) {
+          // Measured as before, with one connection: the other's buffers hold its refused requests, not data.
+          tested.close()
+          const clients = async () => Number(/connected_clients:(\d+)/.exec(await client.info('clients'))?.[1])
+          while ((await clients()) > 1) {}
+        }
+        expect(await used()).to.be.below(before + 64 * 1024)
+      } finally {
+        tested?.close()
+        client.disconnect()
+        await server.stop()
+      }
+    })
+  })
+
+  describe(`a wrong password says so (${kind.name})`, function () {
+    this.timeout(60_000)
+
+    it('the warning and the StoreError carry the client’s last error (WRONGPASS), quoted cleanly', async () => {
+      const server = await startRedisServer(['--requirepass', 'secret'])
+      const client = kind.open(server.url.replace('redis://', 'redis://:wrong@'))
+      // node-redis gives no sign of the attempts that failed before a store watched it, and sends a command while a
+      // new attempt is made: there the store watches from the start, as one made beside its client does.
+      const madeFirst = kind.name === 'ioredis' ? undefined : redisStore(client.client)
+      const firstError = client.nextError()
+      try {
+        await firstError
+        const warnings: string[] = []
+        const limiter = createRateLimiter({
+          store: madeFirst ?? redisStore(client.client),
+          limit: 5,
+          window: '1m',
+          logger: { warn: (m: string) => warnings.push(m) },
+        })
+        const error = (await limiter.consume('t').catch((e: unknown) => e)) as StoreError
+        expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')).to.equal(true)
+        expect(String(error.cause)).to.match(/WRONGPASS/)
+        expect(error.message).to.match(/WRONGPASS/)
+        expect(warnings).to.have.length(1)
+        expect(warnings[0]).to.match(/WRONGPASS/)
+        expect(warnings[0]).not.to.include('.;')
+      } finally {
+        client.close()
+        await server.stop()
+      }
+    })
+  })
+}

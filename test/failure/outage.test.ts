@@ -4,159 +4,175 @@ import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import sinon from 'sinon'
-import { boundMs, countEvents, decideMany, defaultClient, nextReady, serverPerTest } from '../support/faults.js'
+import { boundMs, countEvents, decideMany, serverPerTest } from '../support/faults.js'
+import { clientKinds, type TestClient } from '../support/redis.js'
 
 const TIMEOUT_MS = 100
 const COOLDOWN_MS = 300
 
-describe('real faults on a redis-server the test starts', function () {
-  this.timeout(60_000)
-  const redis = serverPerTest()
-
-  const limiterOn = (options: object = {}) => {
-    const logger = { warn: sinon.fake(), info: sinon.fake() }
-    const store = redisStore(redis.client, { breaker: { failureThreshold: 3, cooldownMs: COOLDOWN_MS } })
-    const limiter = createRateLimiter({ store, limit: 1_000, window: '10s', timeoutMs: TIMEOUT_MS, logger, ...options })
-    return { limiter, logger, events: countEvents(limiter) }
-  }
-
-  /** After the outage: the server is back; the store decides again within one probe interval of the reconnect. */
-  async function expectRecovery(limiter: RateLimiter) {
-    await nextReady(redis.client)
-    await sleep(COOLDOWN_MS)
-    const decision = await limiter.consume('tenant')
-    expect(decision.source).to.equal('store')
-  }
-
-  it('outage (kill -9), failing closed: every decision fails fast with the coded error, then short-circuits, then recovers', async () => {
-    const { limiter, logger, events } = limiterOn()
-    expect((await decideMany(limiter, 20)).errors).to.have.length(0)
-    await redis.server.stop()
-
-    const outage = await decideMany(limiter, 60)
-    expect(outage.decisions).to.have.length(0)
-    expect(outage.errors).to.have.length(60)
-    expect(outage.errors.every((e) => isFleetlimitError(e, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
-    expect(outage.slowestMs, 'no decision hangs on ioredis').to.be.below(boundMs(TIMEOUT_MS))
-
-    // With the breaker open nothing is sent: each decision is answered in-process.
-    const before = limiter.stats()
-    const open = await decideMany(limiter, 200)
-    expect(open.errors).to.have.length(200)
-    const during = limiter.stats()
-    expect(during.storeCalls - before.storeCalls, 'nothing sent while open').to.equal(0)
-    expect(during.shortCircuits - before.shortCircuits).to.equal(200)
-    expect((open.errors[0] as StoreError).retryAfterMs).to.be.within(1, COOLDOWN_MS)
-
-    const restarted = startRedisServer([], { port: redis.server.port })
-    redis.server = await restarted
-    await expectRecovery(limiter)
-
-    const stats = limiter.stats()
-    expect(stats).to.include({ decisions: 21, allowed: 21, degraded: 0, breakerOpenings: 1 })
-    expect(events).to.deep.equal({
-      storeError: stats.storeErrors + stats.shortCircuits,
-      degraded: 0,
-      breakerOpen: 1,
-      breakerClose: 1,
+// Each client library on the same faults: `redis.client` (ioredis) sets the scene, `tested` is the store's client.
+for (const kind of clientKinds) {
+  describe(`real faults on a redis-server the test starts (${kind.name})`, function () {
+    this.timeout(60_000)
+    const redis = serverPerTest()
+    let tested: TestClient
+    beforeEach(async () => {
+      tested = await kind.connect(redis.server.url)
     })
-    expect(stats.storeErrors + stats.shortCircuits).to.equal(260)
-    expect(logger.warn.callCount, 'one warning per outage').to.equal(1)
-    expect(logger.info.callCount, 'one note on recovery').to.equal(1)
-  })
+    afterEach(() => tested.close())
 
-  it('outage, failing open: at most fallback.limit admissions per window in this process, each counted', async () => {
-    const { limiter, events } = limiterOn({
-      limit: 1_000,
-      window: '500ms',
-      onStoreError: 'fail-open',
-      fallback: { limit: 3 },
-    })
-    await redis.server.stop()
-    const admitted: number[] = []
-    const until = performance.now() + 1_600
-    while (performance.now() < until) {
-      const decision = await limiter.consume('tenant')
-      expect(decision.source).to.equal('fallback')
-      if (decision.allowed) admitted.push(performance.now())
-      else await sleep(Math.min(decision.retryAfterMs, 50))
-    }
-    // Measured after each decision resolved, so allow the few ms between the decision and the measurement.
-    expect(maxInWindow(admitted, 500 - 5)).to.be.at.most(3)
-    expect(admitted.length).to.be.within(6, 12)
-    const stats = limiter.stats()
-    expect(stats.degraded).to.equal(stats.decisions)
-    expect(events.degraded).to.equal(stats.decisions)
-    expect(events.storeError).to.equal(stats.storeErrors + stats.shortCircuits)
-  })
-
-  it('outage, failing open without a fallback: admitted as "open", with no invented numbers', async () => {
-    const { limiter } = limiterOn({ onStoreError: 'fail-open' })
-    await redis.server.stop()
-    const { decisions } = await decideMany(limiter, 20)
-    expect(decisions.every((d) => d.allowed && d.source === 'open')).to.equal(true)
-  })
-
-  it('hang (SIGSTOP): decisions time out within the deadline, the breaker opens, and SIGCONT recovers', async () => {
-    const { limiter, events } = limiterOn()
-    await decideMany(limiter, 10)
-    redis.server.freeze()
-    const hung = await decideMany(limiter, 40)
-    expect(hung.errors).to.have.length(40)
-    expect(hung.slowestMs, 'no decision waits for the frozen server').to.be.below(boundMs(TIMEOUT_MS))
-    const stats = limiter.stats()
-    expect(stats.timeouts).to.be.at.least(3)
-    expect(stats.timeouts).to.equal(stats.storeErrors)
-    expect(stats.breakerOpenings).to.equal(1)
-    redis.server.thaw()
-    await sleep(COOLDOWN_MS)
-    expect((await limiter.consume('tenant')).source).to.equal('store')
-    expect(events.breakerClose).to.equal(1)
-  })
-
-  it('lost scripts: SCRIPT FLUSH, and a restart with an empty script cache, cost no error', async () => {
-    const { limiter } = limiterOn()
-    await decideMany(limiter, 5)
-    await redis.client.script('FLUSH')
-    const afterFlush = await decideMany(limiter, 20)
-    expect(afterFlush.errors).to.have.length(0)
-    expect(afterFlush.decisions.every((d) => d.source === 'store')).to.equal(true)
-
-    // A restart: once the client is back, the first call meets NOSCRIPT and is answered by EVAL.
-    await redis.server.stop()
-    const ready = nextReady(redis.client)
-    redis.server = await startRedisServer([], { port: redis.server.port })
-    await ready
-    const storeErrors = limiter.stats().storeErrors
-    const afterRestart = await limiter.consume('tenant')
-    expect(afterRestart.source).to.equal('store')
-    expect(limiter.stats().storeErrors, 'NOSCRIPT never reached the caller').to.equal(storeErrors)
-  })
-
-  it('error replies (a key of the wrong type, a read-only replica) are store errors, counted', async () => {
-    const { limiter, events } = limiterOn({ name: 'api', onStoreError: 'fail-open', fallback: { limit: 5 } })
-    await redis.client.hset('fleetlimit:api~sl2-10000:{tenant}', 'not', 'a log')
-    const wrongType = await decideMany(limiter, 2, 1)
-    expect(wrongType.decisions.map((d) => d.source)).to.deep.equal(['fallback', 'fallback'])
-    expect(limiter.stats()).to.include({ storeErrors: 2, timeouts: 0, degraded: 2 })
-    expect(events.storeError).to.equal(2)
-
-    const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(redis.server.port)])
-    const replicaClient = await defaultClient(replica.url)
-    try {
-      const onReplica = createRateLimiter({
-        store: redisStore(replicaClient),
-        limit: 5,
-        window: '1s',
-        logger: { warn() {} },
+    const limiterOn = (options: object = {}) => {
+      const logger = { warn: sinon.fake(), info: sinon.fake() }
+      const store = redisStore(tested.client, { breaker: { failureThreshold: 3, cooldownMs: COOLDOWN_MS } })
+      const limiter = createRateLimiter({
+        store,
+        limit: 1_000,
+        window: '10s',
+        timeoutMs: TIMEOUT_MS,
+        logger,
+        ...options,
       })
-      const error = await onReplica.consume('tenant').catch((e: unknown) => e)
-      expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')).to.equal(true)
-      expect(String((error as StoreError).cause)).to.match(/READONLY/)
-      expect(onReplica.stats()).to.include({ storeErrors: 1, decisions: 0 })
-    } finally {
-      replicaClient.disconnect()
-      await replica.stop()
+      return { limiter, logger, events: countEvents(limiter) }
     }
+
+    /** After the outage: the server is back; the store decides again within one probe interval of the reconnect. */
+    async function expectRecovery(limiter: RateLimiter, ready: Promise<unknown>) {
+      await ready
+      await sleep(COOLDOWN_MS)
+      const decision = await limiter.consume('tenant')
+      expect(decision.source).to.equal('store')
+    }
+
+    it('outage (kill -9), failing closed: every decision fails fast with the coded error, then short-circuits, then recovers', async () => {
+      const { limiter, logger, events } = limiterOn()
+      expect((await decideMany(limiter, 20)).errors).to.have.length(0)
+      await redis.server.stop()
+
+      const outage = await decideMany(limiter, 60)
+      expect(outage.decisions).to.have.length(0)
+      expect(outage.errors).to.have.length(60)
+      expect(outage.errors.every((e) => isFleetlimitError(e, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
+      expect(outage.slowestMs, 'no decision hangs in the client').to.be.below(boundMs(TIMEOUT_MS))
+
+      // With the breaker open nothing is sent: each decision is answered in-process.
+      const before = limiter.stats()
+      const open = await decideMany(limiter, 200)
+      expect(open.errors).to.have.length(200)
+      const during = limiter.stats()
+      expect(during.storeCalls - before.storeCalls, 'nothing sent while open').to.equal(0)
+      expect(during.shortCircuits - before.shortCircuits).to.equal(200)
+      expect((open.errors[0] as StoreError).retryAfterMs).to.be.within(1, COOLDOWN_MS)
+
+      const ready = tested.nextReady()
+      redis.server = await startRedisServer([], { port: redis.server.port })
+      await expectRecovery(limiter, ready)
+
+      const stats = limiter.stats()
+      expect(stats).to.include({ decisions: 21, allowed: 21, degraded: 0, breakerOpenings: 1 })
+      expect(events).to.deep.equal({
+        storeError: stats.storeErrors + stats.shortCircuits,
+        degraded: 0,
+        breakerOpen: 1,
+        breakerClose: 1,
+      })
+      expect(stats.storeErrors + stats.shortCircuits).to.equal(260)
+      expect(logger.warn.callCount, 'one warning per outage').to.equal(1)
+      expect(logger.info.callCount, 'one note on recovery').to.equal(1)
+    })
+
+    it('outage, failing open: at most fallback.limit admissions per window in this process, each counted', async () => {
+      const { limiter, events } = limiterOn({
+        limit: 1_000,
+        window: '500ms',
+        onStoreError: 'fail-open',
+        fallback: { limit: 3 },
+      })
+      await redis.server.stop()
+      const admitted: number[] = []
+      const until = performance.now() + 1_600
+      while (performance.now() < until) {
+        const decision = await limiter.consume('tenant')
+        expect(decision.source).to.equal('fallback')
+        if (decision.allowed) admitted.push(performance.now())
+        else await sleep(Math.min(decision.retryAfterMs, 50))
+      }
+      // Measured after each decision resolved, so allow the few ms between the decision and the measurement.
+      expect(maxInWindow(admitted, 500 - 5)).to.be.at.most(3)
+      expect(admitted.length).to.be.within(6, 12)
+      const stats = limiter.stats()
+      expect(stats.degraded).to.equal(stats.decisions)
+      expect(events.degraded).to.equal(stats.decisions)
+      expect(events.storeError).to.equal(stats.storeErrors + stats.shortCircuits)
+    })
+
+    it('outage, failing open without a fallback: admitted as "open", with no invented numbers', async () => {
+      const { limiter } = limiterOn({ onStoreError: 'fail-open' })
+      await redis.server.stop()
+      const { decisions } = await decideMany(limiter, 20)
+      expect(decisions.every((d) => d.allowed && d.source === 'open')).to.equal(true)
+    })
+
+    it('hang (SIGSTOP): decisions time out within the deadline, the breaker opens, and SIGCONT recovers', async () => {
+      const { limiter, events } = limiterOn()
+      await decideMany(limiter, 10)
+      redis.server.freeze()
+      const hung = await decideMany(limiter, 40)
+      expect(hung.errors).to.have.length(40)
+      expect(hung.slowestMs, 'no decision waits for the frozen server').to.be.below(boundMs(TIMEOUT_MS))
+      const stats = limiter.stats()
+      expect(stats.timeouts).to.be.at.least(3)
+      expect(stats.timeouts).to.equal(stats.storeErrors)
+      expect(stats.breakerOpenings).to.equal(1)
+      redis.server.thaw()
+      await sleep(COOLDOWN_MS)
+      expect((await limiter.consume('tenant')).source).to.equal('store')
+      expect(events.breakerClose).to.equal(1)
+    })
+
+    it('lost scripts: SCRIPT FLUSH, and a restart with an empty script cache, cost no error', async () => {
+      const { limiter } = limiterOn()
+      await decideMany(limiter, 5)
+      await redis.client.script('FLUSH')
+      const afterFlush = await decideMany(limiter, 20)
+      expect(afterFlush.errors).to.have.length(0)
+      expect(afterFlush.decisions.every((d) => d.source === 'store')).to.equal(true)
+
+      // A restart: once the client is back, the first call meets NOSCRIPT and is answered by EVAL.
+      await redis.server.stop()
+      const ready = tested.nextReady()
+      redis.server = await startRedisServer([], { port: redis.server.port })
+      await ready
+      const storeErrors = limiter.stats().storeErrors
+      const afterRestart = await limiter.consume('tenant')
+      expect(afterRestart.source).to.equal('store')
+      expect(limiter.stats().storeErrors, 'NOSCRIPT never reached the caller').to.equal(storeErrors)
+    })
+
+    it('error replies (a key of the wrong type, a read-only replica) are store errors, counted', async () => {
+      const { limiter, events } = limiterOn({ name: 'api', onStoreError: 'fail-open', fallback: { limit: 5 } })
+      await redis.client.hset('fleetlimit:api~sl2-10000:{tenant}', 'not', 'a log')
+      const wrongType = await decideMany(limiter, 2, 1)
+      expect(wrongType.decisions.map((d) => d.source)).to.deep.equal(['fallback', 'fallback'])
+      expect(limiter.stats()).to.include({ storeErrors: 2, timeouts: 0, degraded: 2 })
+      expect(events.storeError).to.equal(2)
+
+      const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(redis.server.port)])
+      const replicaClient = await kind.connect(replica.url)
+      try {
+        const onReplica = createRateLimiter({
+          store: redisStore(replicaClient.client),
+          limit: 5,
+          window: '1s',
+          logger: { warn() {} },
+        })
+        const error = await onReplica.consume('tenant').catch((e: unknown) => e)
+        expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')).to.equal(true)
+        expect(String((error as StoreError).cause)).to.match(/READONLY/)
+        expect(onReplica.stats()).to.include({ storeErrors: 1, decisions: 0 })
+      } finally {
+        replicaClient.close()
+        await replica.stop()
+      }
+    })
   })
-})
+}

@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { Redis } from 'ioredis'
+import type { redisStore } from '@fleetlimit/core'
+import { logUnits } from '@fleetlimit/test-kit/log-units'
+import { Cluster, Redis } from 'ioredis'
+import { createClient, createCluster } from 'redis'
+import { createClient as createClient5, createCluster as createCluster5 } from 'redis-5'
 import { redisUrl } from './root-hooks.js'
 
 /** A client of the test Redis; close it in an after hook. */
@@ -11,3 +15,148 @@ export function redisClient(): Redis {
 export function uniquePrefix(): string {
   return `fltest-${randomBytes(6).toString('hex')}`
 }
+
+/** Any client redisStore accepts. */
+export type StoreClient = Parameters<typeof redisStore>[0]
+
+/** Resolves on the emitter's next 'ready', whatever errors come first (events.once would reject on one). */
+const nextReady = (emitter: { once(event: 'ready', listener: () => void): unknown }) =>
+  new Promise<void>((resolve) => emitter.once('ready', resolve))
+
+/** A connected client of one library, with what a test does to it beside handing it to redisStore. */
+export interface TestClient {
+  readonly client: StoreClient
+  /** Resolves on the client's next 'ready' (after a reconnect). */
+  nextReady(): Promise<unknown>
+  /** Resolves on the client's next 'error'. */
+  nextError(): Promise<unknown>
+  /** The units of a sliding-log key (see logUnits), read on this client's connection: after what it sent before. */
+  units(key: string): Promise<number>
+  close(): void
+}
+
+/** A Redis client library redisStore supports, and how a user with the default options makes its clients. */
+export interface ClientKind {
+  readonly name: string
+  /** A client with the default options, connecting: commands sent meanwhile wait for the connection. */
+  open(url: string): TestClient
+  /** The same, once connected. */
+  connect(url: string): Promise<TestClient>
+  /** A cluster client with the default options, connected to these nodes. */
+  connectCluster(nodes: readonly { host: string; port: number }[]): Promise<TestClient>
+}
+
+interface NodeRedis {
+  on(event: 'error', listener: () => void): unknown
+  once(event: 'ready' | 'error', listener: (value?: unknown) => void): unknown
+  connect(): Promise<unknown>
+  destroy(): unknown
+  isOpen: boolean
+}
+
+type Send = (key: string, args: string[], options: { typeMapping: Record<number, unknown> }) => Promise<unknown>
+const sendOnClient =
+  (client: { sendCommand(args: string[], options: object): Promise<unknown> }): Send =>
+  (_key, args, options) =>
+    client.sendCommand(args, options)
+const sendOnCluster =
+  (cluster: { sendCommand(key: string, readonly: boolean, args: string[], options: object): Promise<unknown> }): Send =>
+  (key, args, options) =>
+    cluster.sendCommand(key, false, args, options)
+
+// logUnits reads with ioredis's getrangeBuffer: the same command through node-redis, a bulk string as a Buffer.
+const asLogReader = (send: Send) =>
+  ({
+    getrangeBuffer: (key: string, start: number, end: number) =>
+      send(key, ['GETRANGE', key, String(start), String(end)], { typeMapping: { 36: Buffer } }),
+  }) as unknown as Redis
+
+/** A node-redis client or cluster, connecting; errors are expected here, not printed. */
+function openNodeRedis(client: NodeRedis, send: Send): TestClient & { readonly connected: Promise<unknown> } {
+  client.on('error', () => {})
+  const connected = client.connect()
+  connected.catch(() => {})
+  return {
+    client: client as unknown as StoreClient,
+    connected,
+    nextReady: () => nextReady(client),
+    nextError: () => new Promise((resolve) => client.once('error', resolve)),
+    units: (key) => logUnits(asLogReader(send), key),
+    // node-redis 5 throws when it is closed already (its reconnect strategy gave up, say).
+    close: () => {
+      if (client.isOpen) client.destroy()
+    },
+  }
+}
+
+function openIoredis(client: Redis | Cluster): TestClient {
+  client.on('error', () => {})
+  // A cluster's node errors: the failover test kills a node, whose connection's errors are expected, not news.
+  client.on('node error', () => {})
+  return {
+    client,
+    nextReady: () => nextReady(client),
+    nextError: () => new Promise((resolve) => client.once('error', resolve)),
+    units: (key) => logUnits(client, key),
+    close: () => client.disconnect(),
+  }
+}
+
+type NodeRedisClientLike = NodeRedis & Parameters<typeof sendOnClient>[0]
+type NodeRedisClusterLike = NodeRedis & Parameters<typeof sendOnCluster>[0]
+
+function nodeRedisKind(
+  name: string,
+  makeClient: (url: string) => NodeRedisClientLike,
+  makeCluster: (rootNodes: { url: string }[]) => NodeRedisClusterLike,
+): ClientKind {
+  const open = (url: string) => {
+    const client = makeClient(url)
+    return openNodeRedis(client, sendOnClient(client))
+  }
+  return {
+    name,
+    open,
+    async connect(url) {
+      const opened = open(url)
+      await opened.connected
+      return opened
+    },
+    async connectCluster(nodes) {
+      const cluster = makeCluster(nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })))
+      const opened = openNodeRedis(cluster, sendOnCluster(cluster))
+      await opened.connected
+      return opened
+    },
+  }
+}
+
+export const clientKinds: readonly ClientKind[] = [
+  {
+    name: 'ioredis',
+    open: (url) => openIoredis(new Redis(url)),
+    async connect(url) {
+      const opened = openIoredis(new Redis(url))
+      if ((opened.client as Redis).status !== 'ready') await opened.nextReady()
+      return opened
+    },
+    async connectCluster(nodes) {
+      const opened = openIoredis(new Cluster([...nodes]))
+      await opened.nextReady()
+      return opened
+    },
+  },
+  nodeRedisKind(
+    'node-redis 6',
+    (url) => createClient({ url }),
+    (nodes) => createCluster({ rootNodes: nodes }),
+  ),
+  nodeRedisKind(
+    'node-redis 5',
+    (url) => createClient5({ url }),
+    (nodes) => createCluster5({ rootNodes: nodes }),
+  ),
+]
+
+/** The node-redis kinds only. */
+export const nodeRedisKinds = clientKinds.filter((kind) => kind.name !== 'ioredis')

@@ -1,6 +1,6 @@
 import { memoryStore, redisStore, type Store } from '@fleetlimit/core'
-import type { Redis } from 'ioredis'
-import { redisClient, uniquePrefix } from './redis.js'
+import { clientKinds, redisClient, type TestClient, uniquePrefix } from './redis.js'
+import { redisUrl } from './root-hooks.js'
 
 export interface StoreKind {
   readonly name: string
@@ -9,22 +9,35 @@ export interface StoreKind {
 }
 
 /**
- * The stores every conformance suite runs against. The Redis kind opens one client for the whole
- * run (closed by `closeStoreClients`), and isolates each store with a unique prefix.
+ * The stores every conformance suite runs against: memory, and Redis through each client library. Each Redis
+ * kind opens one client for the whole run (closed by `closeStoreClients`), and isolates each store with a unique
+ * prefix.
  */
-let client: Redis | undefined
+const clients = new Map<string, TestClient>()
 export const storeKinds: readonly StoreKind[] = [
   { name: 'memoryStore', make: () => memoryStore() },
-  {
-    name: 'redisStore',
-    make: () => {
-      client ??= redisClient()
-      return redisStore(client, { prefix: uniquePrefix() })
-    },
-  },
+  ...clientKinds.map(
+    (kind): StoreKind => ({
+      name: kind.name === 'ioredis' ? 'redisStore' : `redisStore (${kind.name})`,
+      make: () => {
+        let client = clients.get(kind.name)
+        if (!client) {
+          client = kind.name === 'ioredis' ? ioredisClient() : kind.open(redisUrl())
+          clients.set(kind.name, client)
+        }
+        return redisStore(client.client, { prefix: uniquePrefix() })
+      },
+    }),
+  ),
 ]
 
+function ioredisClient(): TestClient {
+  const client = redisClient()
+  const unused = () => Promise.reject(new Error('not used by the store suites'))
+  return { client, nextReady: unused, nextError: unused, units: unused, close: () => void client.quit() }
+}
+
 export async function closeStoreClients(): Promise<void> {
-  await client?.quit()
-  client = undefined
+  for (const client of clients.values()) client.close()
+  clients.clear()
 }

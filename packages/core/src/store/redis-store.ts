@@ -1,10 +1,9 @@
-import type { Cluster } from 'ioredis'
 import { OptionError, StoreError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
 import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
-import { clusterSlot } from './cluster-slot.js'
-import { createScriptRunner, type LuaScript, type ScriptClient } from './script-runner.js'
+import { adaptClient, type RedisStoreClient } from './script-client.js'
+import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript, slidingLogScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { createServerSet } from './server-set.js'
@@ -31,26 +30,33 @@ export interface RedisStoreOptions {
   maxInFlight?: number
 }
 
-// ioredis states in which a command would wait in the offline queue for a connection that was lost.
-const DISCONNECTED = new Set(['reconnecting', 'close', 'end', 'disconnecting'])
-
 const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>({ prefix: true, breaker: true, maxInFlight: true })
 
 const PREFIX_PATTERN = /^[^\s{}]{1,64}$/
 
 /**
  * The fleet store: every decision is one script call (lua/sliding-log.lua, for one policy or several at
- * once; lua/bucketed.lua) on the given ioredis `Redis` or `Cluster`, which is used as it is: fleetlimit
- * defines nothing on it and never closes it.
+ * once; lua/bucketed.lua) on the given client: an ioredis `Redis` or `Cluster`, or a node-redis (5 or later)
+ * client or cluster. It is used as it is: fleetlimit defines nothing on it, never connects it and never closes it.
  *
  * @example
  * ```ts
  * const store = redisStore(new Redis(process.env.REDIS_URL), { prefix: 'myapp' })
+ * // node-redis
+ * const client = createClient({ url: process.env.REDIS_URL })
+ * client.on('error', (error) => console.error(error))
+ * await client.connect()
+ * const store = redisStore(client, { prefix: 'myapp' })
  * ```
  */
-export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}): Store {
-  if (!isScriptClient(client)) {
-    throw new OptionError('redisStore(client)', client, 'an ioredis Redis or Cluster instance')
+export function redisStore(client: RedisStoreClient, options: RedisStoreOptions = {}): Store {
+  const adapter = adaptClient(client)
+  if (!adapter) {
+    throw new OptionError(
+      'redisStore(client)',
+      client,
+      'an ioredis Redis or Cluster, or a node-redis client or cluster (createClient/createCluster)',
+    )
   }
   checkOptionNames(options, 'redisStore', REDIS_STORE_OPTION_NAMES)
   const prefix = options.prefix ?? 'fleetlimit'
@@ -58,10 +64,8 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     throw new OptionError('redisStore.prefix', prefix, '1 to 64 characters with no whitespace and no `{` or `}`')
   }
 
-  // On a Cluster, one breaker per master, found from the key's slot in ioredis's own slot map.
-  const cluster = (client as { isCluster?: boolean }).isCluster ? (client as Cluster) : undefined
-  // The slot is the tenant's hash tag's, so the prefix (which holds no brace) needs no prepending.
-  const serverOf = cluster ? (key: string) => cluster.slots[clusterSlot(key)]?.[0] ?? '' : () => ''
+  // On a Cluster, one breaker per master, found from the key's slot in the client's own slot map.
+  const { serverOf } = adapter
   const servers = createServerSet(
     {
       ...(options.breaker !== undefined && { breaker: options.breaker }),
@@ -95,19 +99,34 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
     deadline: Deadline | undefined,
   ): Promise<R> {
     const clock = clockOf(key)
+    const given = deadline && heldWrites ? { at: performance.now(), deadline: deadline.at } : undefined
     for (let attempt = 0; ; attempt++) {
-      const serverDeadline = deadline === undefined ? undefined : clock.serverTimeAt(deadline.at)
+      const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
+      const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
       args[at] = serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000)
       const reply = await call(args)
       const receivedAt = performance.now()
       clock.observe(reply.nowUs / 1000, receivedAt)
       if (reply.status !== -1) return reply
-      if (attempt > 0 || deadline === undefined || receivedAt >= deadline.at) {
+      if (attempt > 0 || deadline === undefined || receivedAt >= deadlineOf(deadline, given)) {
         throw new DeadlineExceeded('the call reached Redis after its deadline: nothing was recorded')
       }
     }
   }
-  const { lastError, readySince } = watchConnection(client)
+
+  // node-redis writes a turn's commands at its end (see script-client.ts): when a write held up by a busy event loop
+  // went out after a call was given, readySince says so, and the guard (guarded-call.ts) will count the call's time
+  // from then, once, if it has not moved the deadline already. A refusal then is retried with that deadline, erring
+  // early (the budget is measured from when the call was given here, at or after it was sent).
+  const heldWrites = adapter.library === 'node-redis'
+  function deadlineOf(deadline: Deadline, given: { readonly at: number; readonly deadline: number } | undefined) {
+    if (given === undefined || deadline.at !== given.deadline) return deadline.at
+    const ready = connection.readySince()
+    if (ready === undefined || ready <= given.at || !Number.isFinite(ready)) return deadline.at
+    return Math.max(deadline.at, ready + given.deadline - given.at)
+  }
+  // One watcher per client, however many stores share it: a store adds no listener of its own.
+  const connection = adapter.watch()
 
   const slidingLog = (keys: string[], windows: number) => async (args: (string | number)[]) =>
     readSlidingLog(await runner.runBuffer(slidingLogScript, keys, args), windows)
@@ -190,13 +209,10 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
       for (const request of requests) args.push(0, request.windowMs, '0')
       await runner.runBuffer(slidingLogScript, keys, args)
     },
-    reset: async (key) => {
-      await client.del(`${prefix}:${key}`)
-    },
-    // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
-    isConnected: () => !DISCONNECTED.has(client.status),
-    lastError,
-    readySince,
+    reset: (key) => adapter.del(`${prefix}:${key}`),
+    isConnected: connection.connected,
+    lastError: connection.lastError,
+    readySince: connection.readySince,
     servers,
   }
 }
@@ -205,18 +221,6 @@ export function redisStore(client: ScriptClient, options: RedisStoreOptions = {}
 function flagsOf(request: WindowRequest, several: boolean): string {
   const block = String(request.blockMs ?? 0)
   return several && request.shadow ? `s${block}` : block
-}
-
-function isScriptClient(client: unknown): client is ScriptClient {
-  const candidate = client as Partial<Record<'call' | 'callBuffer' | 'del' | 'status', unknown>> | null
-  return (
-    typeof candidate === 'object' &&
-    candidate !== null &&
-    typeof candidate.call === 'function' &&
-    typeof candidate.callBuffer === 'function' &&
-    typeof candidate.del === 'function' &&
-    typeof candidate.status === 'string'
-  )
 }
 
 function numbers(reply: unknown, script: LuaScript): number[] {
@@ -256,42 +260,6 @@ const unexpected = (reply: unknown, script: LuaScript) =>
   new StoreError(
     `unexpected reply from ${script.name}.lua: ${(Buffer.isBuffer(reply) ? reply.toString('hex') : JSON.stringify(reply))?.slice(0, 200)}`,
   )
-
-/**
- * What the limiter needs to know of the client's connection: when it became ready (a call sent before then
- * waited for the connection, not for the server), and its last error, so that a decision refused while it is
- * disconnected can say why (a wrong password, a refused connection). Listening for errors stops ioredis's own
- * "Unhandled error event" print, so it is printed here as ioredis would while no one else listens.
- */
-function watchConnection(client: ScriptClient) {
-  let watcher = watchers.get(client)
-  if (!watcher) {
-    watcher = listenToConnection(client)
-    watchers.set(client, watcher)
-  }
-  return watcher
-}
-
-// One watcher per client, however many stores share it: a store adds no listener of its own.
-const watchers = new WeakMap<ScriptClient, ReturnType<typeof listenToConnection>>()
-
-function listenToConnection(client: ScriptClient) {
-  let last: unknown
-  let readyAt = client.status === 'ready' ? performance.now() : undefined
-  client.on('error', (error: unknown) => {
-    last = error
-    if (client.listenerCount('error') === 1) console.error('[ioredis] Unhandled error event:', (error as Error)?.stack)
-  })
-  client.on('ready', () => {
-    readyAt = performance.now()
-    last = undefined
-  })
-  const readySince = () => {
-    if (client.status === 'ready') return readyAt
-    return readyAt === undefined && !DISCONNECTED.has(client.status) ? Number.POSITIVE_INFINITY : undefined
-  }
-  return { lastError: () => last, readySince }
-}
 
 const toResult = (reply: number[], at: number, nowUs: number): WindowResult => ({
   allowed: reply[at] === 1,

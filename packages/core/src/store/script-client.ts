@@ -1,0 +1,392 @@
+import { clusterSlot } from './cluster-slot.js'
+
+// Structural types of the clients redisStore accepts: core's declarations need neither ioredis nor redis to be
+// installed, and nothing here loads either at run time.
+
+type Listener = (...args: unknown[]) => void
+
+/** An ioredis `Redis` or `Cluster`, as fleetlimit uses it. */
+export interface IoredisClient {
+  readonly status: string
+  readonly isCluster?: boolean
+  /** A Cluster's slot map: each slot's nodes, its master first. */
+  readonly slots?: readonly (readonly string[] | undefined)[]
+  call(command: string, ...args: (string | Buffer | number)[]): Promise<unknown>
+  callBuffer(command: string, ...args: (string | Buffer | number)[]): Promise<unknown>
+  del(key: string): Promise<number>
+  on(event: string, listener: Listener): unknown
+  listenerCount(event: string): number
+}
+
+/** The options fleetlimit passes to node-redis's `sendCommand`: how each RESP type is returned. */
+export interface NodeRedisCommandOptions {
+  readonly typeMapping?: Readonly<Record<number, unknown>>
+}
+
+interface NodeRedisEmitter {
+  on(event: string, listener: Listener): unknown
+  listenerCount(event: string): number
+  /** Present from node-redis 5 on (type mapping), which fleetlimit needs to read a binary reply. */
+  withTypeMapping(typeMapping: never): unknown
+}
+
+/** A node-redis (5, 6) client, as `createClient()` makes it; fleetlimit never connects or closes it. */
+export interface NodeRedisClient extends NodeRedisEmitter {
+  readonly isOpen: boolean
+  readonly isReady: boolean
+  sendCommand(args: readonly (string | Buffer)[], options?: NodeRedisCommandOptions): Promise<unknown>
+}
+
+/** A node-redis (5, 6) cluster, as `createCluster()` makes it. */
+export interface NodeRedisCluster extends NodeRedisEmitter {
+  readonly isOpen: boolean
+  /** node-redis 6: true once the slots are known. */
+  readonly isReady?: boolean
+  readonly masters: readonly unknown[]
+  readonly slots: readonly ({ readonly master: { readonly address: string } } | undefined)[]
+  sendCommand(
+    firstKey: string | undefined,
+    isReadonly: boolean | undefined,
+    args: readonly (string | Buffer)[],
+    options?: NodeRedisCommandOptions,
+  ): Promise<unknown>
+}
+
+/** What `redisStore(client)` accepts. */
+export type RedisStoreClient = IoredisClient | NodeRedisClient | NodeRedisCluster
+
+/** The client's connection, as the store reports it to the limiter (see Store in store.ts). */
+export interface ConnectionWatch {
+  /** False while a command would only wait in the client for a lost connection. */
+  connected(): boolean
+  /** When it last became ready (performance.now() time); +Infinity while the first connection is made; undefined while a lost one is. */
+  readySince(): number | undefined
+  /** The client's last error, which says why it is disconnected. */
+  lastError(): unknown
+}
+
+/**
+ * What the store and the script runner need of a client, whichever library made it. Errors come out as ioredis
+ * makes them: an error reply is an Error named 'ReplyError' whose message starts with the reply's code, and
+ * anything else (a lost connection, a closed client) is not, which is what server-failure.ts classifies.
+ */
+export interface ClientAdapter {
+  readonly library: 'ioredis' | 'node-redis'
+  /** EVAL or EVALSHA; with `binary`, a bulk-string reply as a Buffer. On a cluster, routed by the first key. */
+  evaluate(
+    command: 'EVAL' | 'EVALSHA',
+    script: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    binary: boolean,
+  ): Promise<unknown>
+  del(key: string): Promise<void>
+  /** The server that holds a key: a cluster master's address, '' for a single server. */
+  serverOf(key: string): string
+  /** Starts watching the connection on first call (one set of listeners per client, however many stores share it). */
+  watch(): ConnectionWatch
+}
+
+const adapters = new WeakMap<object, ClientAdapter>()
+
+/** The adapter of a supported client (one per client), or undefined when it is none. */
+export function adaptClient(client: unknown): ClientAdapter | undefined {
+  if (typeof client !== 'object' || client === null) return undefined
+  let adapter = adapters.get(client)
+  if (!adapter) {
+    adapter = isIoredis(client)
+      ? ioredisAdapter(client)
+      : isNodeRedisCluster(client)
+        ? nodeRedisClusterAdapter(client)
+        : isNodeRedisClient(client)
+          ? nodeRedisClientAdapter(client)
+          : undefined
+    if (!adapter) return undefined
+    adapters.set(client, adapter)
+  }
+  return adapter
+}
+
+type Candidate = Partial<Record<string, unknown>>
+
+function isIoredis(client: object): client is IoredisClient {
+  const c = client as Candidate
+  return (
+    typeof c.call === 'function' &&
+    typeof c.callBuffer === 'function' &&
+    typeof c.del === 'function' &&
+    typeof c.status === 'string'
+  )
+}
+
+// node-redis 5+: `withTypeMapping` (node-redis 4 has none, and returned Buffers another way). A sentinel
+// (`getMasterNode`) and a pool (`totalClients`) take other `sendCommand` arguments, and are not accepted.
+function isNodeRedis(client: object): boolean {
+  const c = client as Candidate
+  return (
+    typeof c.sendCommand === 'function' &&
+    typeof c.withTypeMapping === 'function' &&
+    typeof c.on === 'function' &&
+    typeof c.isOpen === 'boolean' &&
+    typeof c.getMasterNode !== 'function' &&
+    !('totalClients' in c)
+  )
+}
+
+function isNodeRedisCluster(client: object): client is NodeRedisCluster {
+  const c = client as Candidate
+  return isNodeRedis(client) && Array.isArray(c.masters) && Array.isArray(c.slots)
+}
+
+function isNodeRedisClient(client: object): client is NodeRedisClient {
+  return isNodeRedis(client) && typeof (client as Candidate).isReady === 'boolean'
+}
+
+// ioredis states in which a command would wait in the offline queue for a connection that was lost.
+const DISCONNECTED = new Set(['reconnecting', 'close', 'end', 'disconnecting'])
+
+function ioredisAdapter(client: IoredisClient): ClientAdapter {
+  const cluster = client.isCluster ? client : undefined
+  return {
+    library: 'ioredis',
+    evaluate: (command, script, keys, args, binary) =>
+      binary
+        ? client.callBuffer(command, script, keys.length, ...keys, ...args)
+        : client.call(command, script, keys.length, ...keys, ...args),
+    del: async (key) => {
+      await client.del(key)
+    },
+    // ioredis's own slot map: the slot is the tenant's hash tag's, so the prefix (which holds no brace) needs none.
+    serverOf: cluster ? (key) => cluster.slots?.[clusterSlot(key)]?.[0] ?? '' : () => '',
+    watch: once(() => watchIoredis(client)),
+  }
+}
+
+/**
+ * Listening for errors stops ioredis's own "Unhandled error event" print, so it is printed here as ioredis would
+ * while no one else listens.
+ */
+function watchIoredis(client: IoredisClient): ConnectionWatch {
+  let last: unknown
+  let readyAt = client.status === 'ready' ? performance.now() : undefined
+  client.on('error', (error: unknown) => {
+    last = error
+    if (client.listenerCount('error') === 1) console.error('[ioredis] Unhandled error event:', (error as Error)?.stack)
+  })
+  client.on('ready', () => {
+    readyAt = performance.now()
+    last = undefined
+  })
+  // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
+  const connected = () => !DISCONNECTED.has(client.status)
+  return {
+    connected,
+    readySince: () => {
+      if (client.status === 'ready') return readyAt
+      return readyAt === undefined && connected() ? Number.POSITIVE_INFINITY : undefined
+    },
+    lastError: () => last,
+  }
+}
+
+// node-redis's RESP_TYPES.BLOB_STRING ('$'), the same in 5 and 6: a bulk string as a Buffer. Given on every
+// call, so that a type mapping on the user's client changes nothing here.
+const BINARY: NodeRedisCommandOptions = Object.freeze({ typeMapping: Object.freeze({ 36: Buffer }) })
+const DEFAULT: NodeRedisCommandOptions = Object.freeze({ typeMapping: Object.freeze({}) })
+
+/** EVAL's arguments as node-redis takes them: strings only. */
+const evalArgs = (
+  command: string,
+  script: string,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): string[] => [command, script, String(keys.length), ...keys, ...args.map(String)]
+
+// A write that goes out this much later than the command was given says the event loop was busy (as LATE_TIMER_MS
+// in guarded-call.ts says of a timer).
+const HELD_WRITE_MS = 10
+
+/**
+ * node-redis writes the commands of one turn of the event loop at its end (setImmediate), where ioredis writes each
+ * at once: a command given at the start of a long synchronous stretch (a burst of calls set up at once, a blocking
+ * handler) leaves the process only when it ends. This notes when such held-up writes went out, so that the guard
+ * counts a call's time from then, as it does for a call sent while the connection was made (readySince).
+ */
+function createWriteWatch() {
+  let scheduledAt: number | undefined
+  let heldUntil = Number.NEGATIVE_INFINITY
+  // Runs in the check phase where node-redis writes (scheduled just before its own): as the writes go out.
+  const wrote = () => {
+    const now = performance.now()
+    if (scheduledAt !== undefined && now - scheduledAt > HELD_WRITE_MS) heldUntil = now
+    scheduledAt = undefined
+  }
+  return {
+    sent() {
+      if (scheduledAt !== undefined) return
+      scheduledAt = performance.now()
+      setImmediate(wrote)
+    },
+    /** When the latest held-up writes went out (performance.now() time); -Infinity before any was. */
+    heldUntil: () => heldUntil,
+  }
+}
+
+function nodeRedisClientAdapter(client: NodeRedisClient): ClientAdapter {
+  const writes = createWriteWatch()
+  const send = async (args: string[], options: NodeRedisCommandOptions) => {
+    try {
+      writes.sent()
+      return await client.sendCommand(args, options)
+    } catch (error) {
+      throw asIoredisError(error)
+    }
+  }
+  return {
+    library: 'node-redis',
+    evaluate: (command, script, keys, args, binary) =>
+      send(evalArgs(command, script, keys, args), binary ? BINARY : DEFAULT),
+    del: async (key) => {
+      await send(['DEL', key], DEFAULT)
+    },
+    serverOf: () => '',
+    watch: once(() => watchNodeRedisClient(client, writes.heldUntil)),
+  }
+}
+
+function nodeRedisClusterAdapter(cluster: NodeRedisCluster): ClientAdapter {
+  const writes = createWriteWatch()
+  // Routed by the first key, as ioredis does; node-redis follows MOVED and ASK itself.
+  const send = async (key: string | undefined, args: string[], options: NodeRedisCommandOptions) => {
+    try {
+      writes.sent()
+      return await cluster.sendCommand(key, false, args, options)
+    } catch (error) {
+      throw asIoredisError(error)
+    }
+  }
+  return {
+    library: 'node-redis',
+    evaluate: (command, script, keys, args, binary) =>
+      send(keys[0], evalArgs(command, script, keys, args), binary ? BINARY : DEFAULT),
+    del: async (key) => {
+      await send(key, ['DEL', key], DEFAULT)
+    },
+    serverOf: (key) => cluster.slots[clusterSlot(key)]?.master.address ?? '',
+    watch: once(() => watchNodeRedisCluster(cluster, writes.heldUntil)),
+  }
+}
+
+/**
+ * A node-redis client queues commands while it connects and reconnects (unless `disableOfflineQueue`): a command
+ * is sent while the first connection is made, or a new socket is up, and not while a lost one is retried.
+ */
+function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number): ConnectionWatch {
+  let last: unknown
+  let readyAt = client.isReady ? performance.now() : undefined
+  let lost = false
+  client.on('error', (error: unknown) => {
+    last = asIoredisError(error)
+    // An error while not ready is a failed or lost connection (a reply error while ready, say of a PING, is not).
+    if (!client.isReady) lost = true
+    printUnhandled(client, error)
+  })
+  client.on('reconnecting', () => {
+    lost = true
+  })
+  client.on('connect', () => {
+    lost = false
+  })
+  client.on('ready', () => {
+    readyAt = performance.now()
+    last = undefined
+    lost = false
+  })
+  // Before connect() (isOpen false) a command is refused at once: not connected.
+  const connected = () => client.isReady || (client.isOpen && !lost)
+  return {
+    connected,
+    readySince: () => {
+      if (client.isReady) return readyAt === undefined ? readyAt : Math.max(readyAt, heldUntil())
+      return readyAt === undefined && connected() ? Number.POSITIVE_INFINITY : undefined
+    },
+    lastError: () => last,
+  }
+}
+
+/**
+ * A node-redis cluster is connected once its slots are known (6: `isReady`; 5 says only `isOpen`). Each master's
+ * own connection is behind its breaker: a dead master's calls miss their deadline, as on ioredis.
+ */
+function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => number): ConnectionWatch {
+  let last: unknown
+  const ready = () => cluster.isReady ?? cluster.isOpen
+  let readyAt = ready() ? performance.now() : undefined
+  cluster.on('error', (error: unknown) => {
+    last = asIoredisError(error)
+    printUnhandled(cluster, error)
+  })
+  // node-redis 6 says 'connect' once the slots are known; 5 says nothing, so readiness is noted when first seen.
+  cluster.on('connect', () => {
+    readyAt = performance.now()
+    last = undefined
+  })
+  const connected = () => {
+    const now = ready()
+    if (now) readyAt ??= performance.now()
+    return now
+  }
+  return {
+    connected,
+    readySince: () => (connected() && readyAt !== undefined ? Math.max(readyAt, heldUntil()) : undefined),
+    lastError: () => last,
+  }
+}
+
+// node-redis expects an 'error' listener and crashes the process without one; with ours, say what it would hide.
+function printUnhandled(emitter: NodeRedisEmitter, error: unknown): void {
+  if (emitter.listenerCount('error') === 1) {
+    console.error("[fleetlimit] 'error' event of a node-redis client with no listener of its own:", error)
+  }
+}
+
+/** An error reply from node-redis, as ioredis names one: server-failure.ts reads the name and the first word. */
+class NodeRedisReplyError extends Error {
+  override name = 'ReplyError'
+}
+
+// A Redis error reply starts with its code in capitals (ERR, WRONGTYPE, NOSCRIPT, LOADING, …); no error node-redis
+// or Node makes for a connection does. The message says it even when a bundler renamed node-redis's classes.
+const REPLY_CODE = /^[A-Z][A-Z0-9_]+ /
+// The server closes the connection after this reply: a lost connection, not an answer about the call. node-redis
+// meets it when it sends a queued command behind a refused AUTH (ioredis waits for 'ready').
+const PROTOCOL_ERROR = /^ERR Protocol error/
+
+/**
+ * node-redis's error replies (ErrorReply and its SimpleError, BlobError) renamed as ioredis names them; anything
+ * else (a closed socket, a closed client) stays as it is.
+ */
+export function asIoredisError(error: unknown): unknown {
+  if (!(error instanceof Error) || error.name === 'ReplyError' || PROTOCOL_ERROR.test(error.message)) return error
+  if (!isErrorReply(error) && !REPLY_CODE.test(error.message)) return error
+  return new NodeRedisReplyError(error.message, { cause: error })
+}
+
+function isErrorReply(error: Error): boolean {
+  for (
+    let proto = Object.getPrototypeOf(error);
+    proto && proto !== Error.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    if ((proto as { constructor?: { name?: string } }).constructor?.name === 'ErrorReply') return true
+  }
+  return false
+}
+
+function once<T>(make: () => T): () => T {
+  let made: { value: T } | undefined
+  return () => {
+    made ??= { value: make() }
+    return made.value
+  }
+}

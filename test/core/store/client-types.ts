@@ -1,0 +1,28 @@
+// Type-level tests, checked by `pnpm lint` (tsc) rather than run: redisStore's parameter, a structural type that
+// names neither library, accepts each client it supports as its library types it, and refuses other objects.
+import { redisStore } from '@fleetlimit/core'
+import { Cluster, Redis } from 'ioredis'
+import { Redis as LowestRedis } from 'ioredis-lowest'
+import { createClient, createCluster } from 'redis'
+import { createClient as createClient5, createCluster as createCluster5 } from 'redis-5'
+
+const rootNodes = [{ url: 'redis://127.0.0.1:7000' }]
+
+export const accepted = () => [
+  redisStore(new Redis({ lazyConnect: true })),
+  redisStore(new Cluster([{ port: 7000 }], { lazyConnect: true })),
+  redisStore(new LowestRedis({ lazyConnect: true })),
+  redisStore(createClient()),
+  redisStore(createClient({ RESP: 2 })),
+  redisStore(createCluster({ rootNodes })),
+  redisStore(createClient5()),
+  redisStore(createClient5({ RESP: 3 })),
+  redisStore(createCluster5({ rootNodes })),
+]
+
+export const refused = () => [
+  // @ts-expect-error not a client
+  redisStore({}),
+  // @ts-expect-error a node-redis sentinel takes other sendCommand arguments
+  redisStore({ sendCommand: (_isReadonly: boolean, _args: string[]) => Promise.resolve(), isOpen: true }),
+]
