@@ -1,20 +1,10 @@
-import { definePolicy, memoryStore, redisStore, type Store } from '@fleetlimit/core'
+import { definePolicy } from '@fleetlimit/core'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
 import { flavours } from '../support/adapter-harness.js'
-import { redisClient, uniquePrefix } from '../support/redis.js'
+import { adapterStores } from '../support/adapter-stores.js'
 
 describe('adapters: blockFor', () => {
-  let redis: Redis
-  before(() => {
-    redis = redisClient()
-  })
-  after(() => redis.quit())
-
-  const stores: readonly { name: string; make: () => Store }[] = [
-    { name: 'memory store', make: () => memoryStore() },
-    { name: 'Redis', make: () => redisStore(redis, { prefix: uniquePrefix() }) },
-  ]
+  const stores = adapterStores()
 
   for (const flavour of flavours) {
     for (const kind of stores) {

@@ -1,24 +1,14 @@
-import { definePolicy, memoryStore, redisStore, type Store } from '@fleetlimit/core'
+import { definePolicy, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
 import { type Exchange, flavours, type SharedOptions } from '../support/adapter-harness.js'
-import { redisClient, uniquePrefix } from '../support/redis.js'
+import { adapterStores } from '../support/adapter-stores.js'
 
 type WithHeaders = { readonly headers: Record<string, string | string[] | undefined> }
 
 const PLANS: Record<string, number> = { free: 2, pro: 4 }
 
 describe('adapters: per-tenant limits from limit(req)', () => {
-  let redis: Redis
-  before(() => {
-    redis = redisClient()
-  })
-  after(() => redis.quit())
-
-  const stores: readonly { name: string; make: () => Store }[] = [
-    { name: 'memory store', make: () => memoryStore() },
-    { name: 'Redis', make: () => redisStore(redis, { prefix: uniquePrefix() }) },
-  ]
+  const stores = adapterStores()
 
   for (const flavour of flavours) {
     for (const kind of stores) {

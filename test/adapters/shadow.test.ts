@@ -1,21 +1,11 @@
-import { type Decision, definePolicy, memoryStore, redisStore, type Store } from '@fleetlimit/core'
+import { type Decision, definePolicy, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
 import sinon from 'sinon'
 import { flavours } from '../support/adapter-harness.js'
-import { redisClient, uniquePrefix } from '../support/redis.js'
+import { adapterStores } from '../support/adapter-stores.js'
 
 describe('adapters: shadow policies', () => {
-  let redis: Redis
-  before(() => {
-    redis = redisClient()
-  })
-  after(() => redis.quit())
-
-  const stores: readonly { name: string; make: () => Store }[] = [
-    { name: 'memory store', make: () => memoryStore() },
-    { name: 'Redis', make: () => redisStore(redis, { prefix: uniquePrefix() }) },
-  ]
+  const stores = adapterStores()
 
   for (const flavour of flavours) {
     describe(flavour.name, () => {

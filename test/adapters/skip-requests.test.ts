@@ -1,13 +1,12 @@
-import { definePolicy, memoryStore, redisStore, type Store } from '@fleetlimit/core'
+import { definePolicy, memoryStore, type Store } from '@fleetlimit/core'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
 import { expect } from 'chai'
 import Fastify from 'fastify'
-import type { Redis } from 'ioredis'
 import sinon from 'sinon'
 import { type Exchange, flavours, type SharedOptions } from '../support/adapter-harness.js'
-import { redisClient, uniquePrefix } from '../support/redis.js'
+import { adapterStores } from '../support/adapter-stores.js'
 
 type Refund = NonNullable<Store['refund']>
 
@@ -47,16 +46,7 @@ const policy = () => definePolicy({ name: 'api', limit: 2, window: '1m' })
 const statuses = (exchanges: readonly Exchange[]) => exchanges.map((e) => e.status)
 
 describe('adapters: skipFailedRequests, skipSuccessfulRequests, requestWasSuccessful', () => {
-  let redis: Redis
-  before(() => {
-    redis = redisClient()
-  })
-  after(() => redis.quit())
-
-  const stores: readonly { name: string; make: () => Store }[] = [
-    { name: 'memory store', make: () => memoryStore() },
-    { name: 'Redis', make: () => redisStore(redis, { prefix: uniquePrefix() }) },
-  ]
+  const stores = adapterStores()
 
   for (const flavour of flavours) {
     describe(flavour.name, () => {
