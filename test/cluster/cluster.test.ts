@@ -319,7 +319,10 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
         )
         moved = true
         await load
-        expect((await masterOf(lowestSlot)).id, 'the hot key’s slot moved').to.equal(to)
+        const master = await masterOf(lowestSlot)
+        expect(master.id, 'the hot key’s slot moved').to.equal(to)
+        // Told by a MOVED reply: the key's calls now go to (and their breaker is) the new master.
+        expect(adaptClient(tested.client)?.serverOf(`${prefix}:x:{${tenant}}`)).to.equal(`127.0.0.1:${master.port}`)
         expect(errors).to.deep.equal([])
         expect(admitted.length).to.be.at.least(200)
         expect(maxInWindow(admitted, 2_000 - 5)).to.be.at.most(200)

@@ -32,7 +32,8 @@ export interface TestClient {
   nextError(): Promise<unknown>
   /** The units of a sliding-log key (see logUnits), read on this client's connection: after what it sent before. */
   units(key: string): Promise<number>
-  close(): void
+  /** Closes the client; a promise when the library says when it is closed. */
+  close(): unknown
 }
 
 /** A Redis client library redisStore supports, and how a user with the default options makes its clients. */

@@ -34,10 +34,11 @@ export const storeKinds: readonly StoreKind[] = [
 function ioredisClient(): TestClient {
   const client = redisClient()
   const unused = () => Promise.reject(new Error('not used by the store suites'))
-  return { client, nextReady: unused, nextError: unused, units: unused, close: () => void client.quit() }
+  return { client, nextReady: unused, nextError: unused, units: unused, close: () => client.quit() }
 }
 
 export async function closeStoreClients(): Promise<void> {
-  for (const client of clients.values()) client.close()
+  const open = [...clients.values()]
   clients.clear()
+  await Promise.all(open.map((client) => client.close()))
 }
