@@ -41,7 +41,7 @@ interface Subject {
 const fleetlimit =
   (local: LocalOptions | false, limit = LIMIT, windowMs = WINDOW_MS) =>
   async (client: Redis) => {
-    const limiter = createRateLimiter({ store: redisStore(client), limit, window: windowMs, local })
+    const limiter = createRateLimiter({ store: redisStore(client), limit, window: `${windowMs}ms`, local })
     return async () => (await limiter.consume('bench')).allowed
   }
 

@@ -100,7 +100,7 @@ function ours(id: OurId, redis: Redis, { limit, windowMs }: LimitedServerOptions
   const limiter = createRateLimiter({
     store: recording.store,
     limit,
-    window: windowMs,
+    window: `${windowMs}ms`,
     ...(local !== undefined && { local }),
     ...(id === 'fleetlimit-bucketed' && { algorithm: 'bucketed' as const }),
   })

@@ -20,6 +20,7 @@ import { redisUrl } from './support/root-hooks.js'
 // Each peer as a consumer would have installed it: a copy in the workspace (a path from the repository's root).
 const newestPeers: Record<string, string> = {
   ioredis: 'node_modules/ioredis',
+  redis: 'node_modules/redis',
   express: 'node_modules/express',
   koa: 'node_modules/koa',
   fastify: 'node_modules/fastify',
@@ -36,6 +37,7 @@ const newestPeers: Record<string, string> = {
 const lowestPeers: Record<string, string> = {
   ...newestPeers,
   ioredis: 'node_modules/ioredis-lowest',
+  redis: 'node_modules/redis-5',
   fastify: 'node_modules/fastify-lowest',
   '@opentelemetry/api': 'node_modules/opentelemetry-api-lowest',
 }
@@ -125,8 +127,11 @@ import express from 'express'
 import Fastify from 'fastify'
 import Koa from 'koa'
 import { Cluster, Redis } from 'ioredis'
+import { createClient, createCluster } from 'redis'
 const store = redisStore(new Redis({ lazyConnect: true }))
 export const cluster = redisStore(new Cluster([{ host: '127.0.0.1', port: 7000 }], { lazyConnect: true }))
+export const nodeRedis = redisStore(createClient())
+export const nodeRedisCluster = redisStore(createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:7000' }] }))
 const limiter = createRateLimiter({ store, limit: 1, window: '1m' })
 export const decision: Promise<Decision> = limiter.consume('t', { cost: 1 })
 export const detach: () => void = instrumentLimiter(limiter, { meter: metrics.getMeter('app') })

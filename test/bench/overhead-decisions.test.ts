@@ -33,7 +33,7 @@ const EXPECTED_ROWS: Record<string, string[][]> = {
 describe('bench parts: overhead and decisions (tiny)', () => {
   it('overhead: a ratio row for every framework, limiter and load', async function () {
     this.timeout(60_000)
-    const result = await overhead({ rounds: 1, sliceMs: 200, warmMs: 100, bareEvery: 2 })
+    const result = await overhead({ rounds: 1, sliceMs: 100, warmMs: 50, bareEvery: 2 })
     const { frameworks } = result.data as { frameworks: OverheadFramework[] }
     expect(frameworks.map((f) => f.framework)).to.deep.equal(['Express', 'Fastify', 'Koa'])
     for (const { framework, bare, rows } of frameworks) {

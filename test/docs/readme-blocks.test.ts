@@ -1,5 +1,5 @@
 /**
- * Every code block of README.md and docs/*.md is true as written. Each ```ts, ```typescript and ```js block is
+ * Every code block of README.md, docs/*.md and the packages' READMEs is true as written. Each ```ts, ```typescript and ```js block is
  * type-checked as a module of its own with the repository's TypeScript and tsconfig.base.json's options (strict,
  * noUncheckedIndexedAccess, exactOptionalPropertyTypes, NodeNext; @fleetlimit/* resolve to the workspace sources
  * through the '@fleetlimit/source' condition), all in one program, and every app is run.
@@ -50,6 +50,8 @@ const DOCS = [
     .filter((name) => name.endsWith('.md'))
     .sort()
     .map((name) => `docs/${name}`),
+  // Each package's own README, on its npm page.
+  ...['core', 'express', 'koa', 'fastify'].map((name) => `packages/${name}/README.md`),
 ]
 const HARNESS = 'test/docs/fixtures/harness.md'
 // One directory per run: two runs at once (two engineers, one tree) never write each other's files.

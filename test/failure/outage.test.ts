@@ -103,6 +103,15 @@ for (const kind of clientKinds) {
       expect(stats.degraded).to.equal(stats.decisions)
       expect(events.degraded).to.equal(stats.decisions)
       expect(events.storeError).to.equal(stats.storeErrors + stats.shortCircuits)
+      // A reset cannot be answered by the fallback: it rejects, bounded like a decision, and never waits for Redis.
+      const reset = await limiter.reset('tenant').then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(isFleetlimitError(reset, 'ERR_FLEETLIMIT_STORE'), String(reset)).to.equal(true)
+      expect(limiter.stats().storeErrors + limiter.stats().shortCircuits).to.be.above(
+        stats.storeErrors + stats.shortCircuits,
+      )
     })
 
     it('outage, failing open without a fallback: admitted as "open", with no invented numbers', async () => {

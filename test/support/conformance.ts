@@ -98,7 +98,7 @@ export function describeStoreConformance(name: string, make: () => Store, done?:
       expect(await limiter.peek('t')).to.include({ allowed: false, remaining: 0 })
       await limiter.reset('t')
       expect(await limiter.peek('t')).to.include({ allowed: true, remaining: 2 })
-      expect(limiter.stats()).to.include({ decisions: 3, allowed: 2, denied: 1, storeCalls: 5, storeErrors: 0 })
+      expect(limiter.stats()).to.include({ decisions: 3, allowed: 2, denied: 1, storeCalls: 6, storeErrors: 0 })
     })
 
     it('decides several windows at once: all or nothing, each with its own answer', async () => {

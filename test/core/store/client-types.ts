@@ -3,7 +3,7 @@
 import { redisStore } from '@fleetlimit/core'
 import { Cluster, Redis } from 'ioredis'
 import { Redis as LowestRedis } from 'ioredis-lowest'
-import { createClient, createCluster } from 'redis'
+import { createClient, createClientPool, createCluster, createSentinel } from 'redis'
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis-5'
 
 const rootNodes = [{ url: 'redis://127.0.0.1:7000' }]
@@ -24,5 +24,7 @@ export const refused = () => [
   // @ts-expect-error not a client
   redisStore({}),
   // @ts-expect-error a node-redis sentinel takes other sendCommand arguments
-  redisStore({ sendCommand: (_isReadonly: boolean, _args: string[]) => Promise.resolve(), isOpen: true }),
+  redisStore(createSentinel({ name: 'mymaster', sentinelRootNodes: [{ port: 26379 }] })),
+  // @ts-expect-error a node-redis pool is not a client (refused at run time too: test/core/store/node-redis.test.ts)
+  redisStore(createClientPool()),
 ]

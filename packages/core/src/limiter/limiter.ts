@@ -130,7 +130,10 @@ export interface RateLimiter {
   acquire(key: KeyInput, options?: AcquireOptions): Promise<Decision>
   /** The decision one unit would get now, without consuming anything. */
   peek(key: KeyInput, options?: PeekOptions): Promise<Decision>
-  /** Forgets every unit of the key. */
+  /**
+   * Forgets every unit of the key. Bounded like a decision: while the store is unreachable it rejects with a
+   * StoreError (at once, or at `timeoutMs`), whatever the policy's `onStoreError`.
+   */
   reset(key: KeyInput): Promise<void>
   /**
    * Removes exactly the units this admitted decision recorded, atomically in every window it counted in; a
@@ -391,7 +394,13 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     async reset(key) {
       const windows = windowsOf(key, undefined)
       tier?.forget(idOf(windows))
-      await Promise.all(windows.flatMap(({ key }) => [store.reset(key), degraded.reset(key)]))
+      await Promise.all(windows.map(({ key }) => degraded.reset(key)))
+      // Bounded like every store call: during an outage it rejects at once (or at its deadline), never waits.
+      await caller
+        .ask(keyOf(windows), () => Promise.all(windows.map(({ key }) => store.reset(key))))
+        .catch((error: unknown) => {
+          throw caller.failure(error, keyOf(windows))
+        })
     },
     async refund(decision) {
       const receipt = receipts.get(decision)

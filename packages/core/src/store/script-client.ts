@@ -11,8 +11,8 @@ export interface IoredisClient {
   readonly isCluster?: boolean
   /** A Cluster's slot map: each slot's nodes, its master first. */
   readonly slots?: readonly (readonly string[] | undefined)[]
-  call(command: string, ...args: (string | Buffer | number)[]): Promise<unknown>
-  callBuffer(command: string, ...args: (string | Buffer | number)[]): Promise<unknown>
+  call(command: string, ...args: (string | Uint8Array | number)[]): Promise<unknown>
+  callBuffer(command: string, ...args: (string | Uint8Array | number)[]): Promise<unknown>
   del(key: string): Promise<number>
   on(event: string, listener: Listener): unknown
   listenerCount(event: string): number
@@ -34,7 +34,7 @@ interface NodeRedisEmitter {
 export interface NodeRedisClient extends NodeRedisEmitter {
   readonly isOpen: boolean
   readonly isReady: boolean
-  sendCommand(args: readonly (string | Buffer)[], options?: NodeRedisCommandOptions): Promise<unknown>
+  sendCommand(args: readonly (string | Uint8Array)[], options?: NodeRedisCommandOptions): Promise<unknown>
 }
 
 /** A node-redis (5, 6) cluster, as `createCluster()` makes it. */
@@ -47,7 +47,7 @@ export interface NodeRedisCluster extends NodeRedisEmitter {
   sendCommand(
     firstKey: string | undefined,
     isReadonly: boolean | undefined,
-    args: readonly (string | Buffer)[],
+    args: readonly (string | Uint8Array)[],
     options?: NodeRedisCommandOptions,
   ): Promise<unknown>
 }
@@ -315,12 +315,13 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
 }
 
 /**
- * A node-redis cluster is connected once its slots are known (6: `isReady`; 5 says only `isOpen`). Each master's
+ * A node-redis cluster is connected once its slots are known (6: `isReady`; 5: open, with its masters known). Each master's
  * own connection is behind its breaker: a dead master's calls miss their deadline, as on ioredis.
  */
 function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => number): ConnectionWatch {
   let last: unknown
-  const ready = () => cluster.isReady ?? cluster.isOpen
+  // node-redis 5 opens (isOpen) before it knows the slots; it fills `masters` as it fills them.
+  const ready = () => cluster.isReady ?? (cluster.isOpen && cluster.masters.length > 0)
   let readyAt = ready() ? performance.now() : undefined
   cluster.on('error', (error: unknown) => {
     last = asIoredisError(error)
