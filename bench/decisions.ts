@@ -1,15 +1,15 @@
 // Decisions part: decisions per second from one Node process, calling each limiter's Redis operation
-// directly (no HTTP), with 1 and with 100 decisions in flight; beside them, redis-benchmark's EVALSHA of
-// our sliding-log script: the server's own ceiling on this machine.
-import { execFile } from 'node:child_process'
+// directly (no HTTP), with 1 and with 100 decisions in flight; beside them, EVALSHA of our sliding-log script
+// sent as redis-benchmark sends it (resp-load.ts): the server's own ceiling on this machine.
 import { once } from 'node:events'
-import { promisify } from 'node:util'
 import { createRateLimiter, type LocalOptions, redisStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
-// Internal to core (not in its exports), so by path: the script redis-benchmark sends.
+// Internal to core (not in its exports), so by path: the script and its argument, as redisStore sends them.
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
+import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
 import { limiterName, PEERS } from './peers.js'
+import { encodeCommand, respLoad } from './resp-load.js'
 import type { PartResult } from './run.js'
 
 export interface DecisionsOptions {
@@ -117,18 +117,10 @@ export interface BenchmarkRow {
 
 async function redisBenchmark(port: number, sha: string, requests: number, pipeline: number): Promise<BenchmarkRow> {
   const clients = 50
-  // As redisStore calls it: KEYS[1] the key; ARGV op ('c': consume), cost, deadline (0: none), limit, window (ms),
-  // flags ('0': no block).
-  const { stdout } = await promisify(execFile)('redis-benchmark', [
-    ...['-h', '127.0.0.1', '-p', String(port), '-c', String(clients), '-n', String(requests)],
-    ...['-P', String(pipeline), '--csv'],
-    ...['EVALSHA', sha, '1', 'fleetlimit:bench~sl2-60000:{redis-benchmark}', 'c', '1', '0', String(LIMIT)],
-    String(WINDOW_MS),
-    '0',
-  ])
-  const line = stdout.trim().split('\n').at(-1) ?? ''
-  const perSecond = Number(JSON.parse(`[${line}]`)[1])
-  if (!Number.isFinite(perSecond)) throw new Error(`unexpected redis-benchmark output: ${stdout}`)
+  // As redisStore calls it: KEYS[1] the key, then one binary argument (a consume of one unit, no deadline).
+  const call = windowsCall('c', 1, [{ limit: LIMIT, windowMs: WINDOW_MS }])
+  const command = encodeCommand(['EVALSHA', sha, 1, 'fleetlimit:bench~sl2-60000:{redis-benchmark}', call])
+  const { perSecond } = await respLoad({ port, requests, clients, pipeline, command })
   return { pipeline, clients, requests, perSecond }
 }
 
@@ -192,10 +184,11 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
       return `| ${limiterName(limiter)} | \`${call}\` | ${load} | ${rate(cell(1))} | ${rate(cell(100))} |`
     }),
     '',
-    `The server's own ceiling: \`redis-benchmark\` sending \`EVALSHA\` of lua/sliding-log.lua with redisStore's`,
-    `arguments (one key, limit ${LIMIT.toExponential(0)}, window ${WINDOW_MS} ms, cost 1, consume):`,
+    `The server's own ceiling: \`EVALSHA\` of lua/sliding-log.lua with redisStore's argument (one key, limit`,
+    `${LIMIT.toExponential(0)}, window ${WINDOW_MS} ms, cost 1, consume), sent as \`redis-benchmark\` sends (bench/resp-load.ts:`,
+    `it can send the binary argument, which redis-benchmark cannot):`,
     '',
-    '| redis-benchmark | clients | requests | EVALSHA/s |',
+    '| sent | clients | requests | EVALSHA/s |',
     '|---|---|---|---|',
     ...benchmark.map(
       (b) =>

@@ -1,20 +1,19 @@
-// Redis-cost part: what one decision costs Redis itself, beside a fixed-window counter. For each scenario,
-// redis-benchmark sends one script's EVALSHA (50 clients, unpipelined) after CONFIG RESETSTAT, and the figure
-// is INFO commandstats' usec_per_call of evalsha: the server's time per call, whatever the client does. The
+// Redis-cost part: what one decision costs Redis itself, beside a fixed-window counter. For each scenario, a
+// load generator (resp-load.ts, as redis-benchmark would: 50 clients, unpipelined) sends one script's EVALSHA
+// after CONFIG RESETSTAT, and the figure is INFO commandstats' usec_per_call of evalsha: the server's time per
+// call, whatever the client does. The
 // scripts take turns within each round, and the table gives the median of the rounds. Then the memory of one
 // key filled to its limit (MEMORY USAGE), per admitted unit, and the time of one call with a large cost, in
 // Redis and in the memory store.
-import { execFile } from 'node:child_process'
 import { once } from 'node:events'
-import { promisify } from 'node:util'
 import { memoryStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
 // Internal to core (not in its exports), so by path: the script redisStore runs.
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
+import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
+import { type Argument, encodeCommand, respLoad } from './resp-load.js'
 import type { PartResult } from './run.js'
-
-const run = promisify(execFile)
 
 // The counter the fixed-window peers run: INCR, and PEXPIRE on a key's first hit.
 const COUNTER = `local n = redis.call('INCR', KEYS[1])
@@ -23,8 +22,8 @@ return n`
 
 interface Scenario {
   readonly name: string
-  /** The key argument: `__rand_int__` in it spreads calls over `-r` keys. */
   readonly key: string
+  /** Calls spread over this many keys (`key:0` to `key:<keys - 1>`, at random); one key when undefined. */
   readonly keys?: number
   readonly limit: number
   readonly windowMs: number
@@ -42,7 +41,7 @@ const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: '10,000 keys, about 20 admissions each',
-    key: 'cold:__rand_int__',
+    key: 'cold',
     keys: 10_000,
     limit: 100,
     windowMs: 60_000,
@@ -60,14 +59,19 @@ export interface RedisCostOptions {
 
 const FULL = { requests: 200_000, rounds: 5, memoryLimits: [10_000, 100_000], largeCalls: 2_000 }
 
-/** usec_per_call of evalsha after `requests` calls of one script by redis-benchmark. */
-async function usecPerCall(port: number, client: Redis, args: readonly string[], scenario: Scenario, requests: number) {
+/** usec_per_call of evalsha after `requests` calls of one script, its arguments for a key given by `command`. */
+async function usecPerCall(
+  port: number,
+  client: Redis,
+  command: (key: string) => Argument[],
+  scenario: Scenario,
+  requests: number,
+) {
+  const { keys } = scenario
+  const one = encodeCommand(command(scenario.key))
+  const spread = (keys: number) => () => encodeCommand(command(`${scenario.key}:${Math.floor(Math.random() * keys)}`))
   await client.config('RESETSTAT')
-  await run('redis-benchmark', [
-    ...['-h', '127.0.0.1', '-p', String(port), '-c', '50', '-n', String(requests), '-P', '1', '-q'],
-    ...['-r', String(scenario.keys ?? 1_000_000_000)],
-    ...args,
-  ])
+  await respLoad({ port, requests, clients: 50, command: keys === undefined ? one : spread(keys) })
   return evalshaUsec(client)
 }
 
@@ -83,16 +87,8 @@ const median = (values: readonly number[]) => {
   return sorted[Math.floor(sorted.length / 2)] ?? 0
 }
 
-// As redisStore calls the script: KEYS[1], then ARGV op ('c': consume), cost, deadline (0: none), limit, window,
-// flags ('0': no block).
-const consumeArgs = (limit: number, windowMs: number, cost = 1) => [
-  'c',
-  String(cost),
-  '0',
-  String(limit),
-  String(windowMs),
-  '0',
-]
+// As redisStore calls the script: KEYS[1], then one binary argument (a consume of `cost` units, no deadline).
+const consumeArgs = (limit: number, windowMs: number, cost = 1) => [windowsCall('c', cost, [{ limit, windowMs }])]
 const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl2-${windowMs}:{${key}}`
 
 /** `calls` consumes of `cost` on one key, pipelined by a thousand. */
@@ -114,11 +110,11 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
   try {
     const counterSha = (await client.script('LOAD', COUNTER)) as string
     await client.script('LOAD', slidingLogScript.lua)
-    const ours = (s: Scenario) => [
-      ...['EVALSHA', slidingLogScript.sha1, '1', keyOf(s.windowMs, s.key)],
+    const ours = (s: Scenario) => (key: string) => [
+      ...['EVALSHA', slidingLogScript.sha1, '1', keyOf(s.windowMs, key)],
       ...consumeArgs(s.limit, s.windowMs),
     ]
-    const counter = (s: Scenario) => ['EVALSHA', counterSha, '1', `counter:{${s.key}}`, String(s.windowMs)]
+    const counter = (s: Scenario) => (key: string) => ['EVALSHA', counterSha, '1', `counter:{${key}}`, s.windowMs]
     const rows = []
     for (const scenario of SCENARIOS) {
       const samples = { counter: [] as number[], ours: [] as number[] }
@@ -168,7 +164,7 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
 
     const markdown = [
       `Redis time per call: \`INFO commandstats\` usec_per_call of \`evalsha\` after ${requests.toLocaleString('en')} calls`,
-      `by redis-benchmark (50 clients, unpipelined); median of ${rounds} rounds, the scripts taking turns.`,
+      `by bench/resp-load.ts (50 clients, unpipelined, as redis-benchmark sends); median of ${rounds} rounds, the scripts taking turns.`,
       '',
       '| scenario | `INCR`+`PEXPIRE` script (µs) | lua/sliding-log.lua (µs) | ratio |',
       '|---|---|---|---|',

@@ -2,21 +2,21 @@
 -- sliding-log.lua: every sliding-window-log operation, atomic, on one or more keys (one per policy).
 --
 -- KEYS[i]     window i's log (format below); the keys of one call share the tenant's hash tag
--- ARGV[1]     op        'c' consume: record `units` in every enforced window, or in none if one lacks room
---                       'p' peek: decide for `units`, record nothing
---                       'l' lease: reserve between `min` and `units` units of KEYS[1] (see below)
---                       'r' release: remove `units` units recorded at a given time from each key
---                       'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
--- ARGV[2]     units     the cost (c, p), the most units to reserve (l), the units to remove (r), the ms (z)
--- ARGV[3]     deadline  server time in µs after which nothing is recorded; 0 for none
--- ARGV[1+3i]  limit     of window i, a positive integer                                   (c, p, l, z)
--- ARGV[2+3i]  window    of window i, in ms, a positive integer                            (c, p, l, z)
--- ARGV[3+3i]  flags     of window i: '0'; or its block in ms (once denied, the key is held that long); either
---                       after an 's' for a shadow window (several windows only: see below) (c, p, l, z)
--- ARGV[7..9]  (l only)  min (the fewest units worth it), waitFor (on denial, the wait reported is until this
---                       many fit), ttl (ms: the lease's units may be used until now + ttl)
--- ARGV[2+2i], ARGV[3+2i]  (r only) the time key i's units were recorded at (server µs: a reply's recordedUs),
---                       and its window in ms
+-- ARGV[1]     the call, one binary string, big-endian (numbers as doubles, so that none is parsed from text):
+--   '>c1dd'     op, units, deadline:
+--     op        'c' consume: record `units` in every enforced window, or in none if one lacks room
+--               'p' peek: decide for `units`, record nothing
+--               'l' lease: reserve between `min` and `units` units of KEYS[1] (see below)
+--               'r' release: remove `units` units recorded at a given time from each key
+--               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
+--     units     the cost (c, p), the most units to reserve (l), the units to remove (r), the ms (z)
+--     deadline  server time in µs after which nothing is recorded; 0 for none
+--   then per key (c, p, l, z) '>dddB': limit (a positive integer), window (ms, a positive integer), block (ms:
+--               once denied, the key is held that long; 0 for none), shadow (1 for a shadow window, several
+--               windows only: see below)
+--   then (l only) '>ddd': min (the fewest units worth it), waitFor (on denial, the wait reported is until this
+--               many fit), ttl (ms: the lease's units may be used until now + ttl)
+--   or per key (r) '>dd': the time its units were recorded at (server µs: a reply's recordedUs), its window (ms)
 --
 -- Reply: one binary string, big-endian: '>bdI4', then '>bI4I6I6d' per window (none for 'r' and 'z', nor past
 -- the deadline)
@@ -62,6 +62,10 @@
 
 local E, H, K = 10, 85, 4
 local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
+-- The header to its first cached entry, then the other three: a hot key's denial needs only the first part.
+local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
+-- The call (see ARGV[1] above).
+local CALL, WINDOW, LEASE = '>c1dd', '>dddB', '>dddBddd'
 local ENTRY = '>I6I4'
 -- An entry and the header after it: what an admission writes.
 local ENTRY_HEADER = '>I6I4dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
@@ -71,13 +75,12 @@ local M32 = 4294967296
 local REBASE_AFTER = 2 ^ 46
 -- A release rewrites the entries recorded after the one it changes: at most this many.
 local MAX_RELEASE_TAIL = 2000
-local pack, unpack, ceil, tonumber = struct.pack, struct.unpack, math.ceil, tonumber
+local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
 -- Offsets go to Redis as strings (a number would be formatted with %.17g); '%d' formats faster than tostring.
 local format = string.format
 
-local op = ARGV[1]
-local units = tonumber(ARGV[2])
-local deadline = tonumber(ARGV[3])
+local A = ARGV[1]
+local op, units, deadline, cursor = unpack(CALL, A)
 
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
@@ -90,15 +93,25 @@ end
 -- hold, a block due, a rewrite due, a wait beyond the cached entries, no live entry in that read) falls through
 -- to the general code below, which reads the header again and handles every case; nothing is written before.
 if #KEYS == 1 and (op == 'c' or op == 'p') then
-  local key, limit, window, flags = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5]) * 1000, ARGV[6]
+  local key, limit, window, block = KEYS[1], unpack(WINDOW, A, cursor)
+  window = window * 1000
   local raw = redis.call('GETRANGE', key, '-85', '-1')
-  local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4
+  local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, rest
   local rel, edge
   local exists = #raw == H
   if exists then
-    base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
+    base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, rest = unpack(HEADER_FIRST, raw)
     rel = now - base
     edge = rel - window
+    if hold <= now and kc > 0 and t1 > edge and n > 0 and newest > edge and (op == 'p' or block == 0) then
+      -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost.
+      local used = (total - cum0) % M32
+      if used + units > limit and (c1 - cum0) % M32 >= used + units - limit then
+        return pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((t1 + window - rel) / 1000),
+          ceil((newest + window - rel) / 1000), 0)
+      end
+    end
+    t2, c2, t3, c3, t4, c4 = unpack(HEADER_REST, raw, rest)
   end
   if not exists or (hold <= now and (n == 0 or newest <= edge)) then
     -- A new key, or one with no hold whose entries have all left the window: it starts anew.
@@ -185,7 +198,7 @@ if #KEYS == 1 and (op == 'c' or op == 'p') then
           total, ts, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
         return pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
       end
-    elseif fast and (op == 'p' or flags == '0') then
+    elseif fast and (op == 'p' or block == 0) then
       -- Denied (and no block due): the entry that holds the (used + units - limit)-th oldest unit must leave first.
       local nth, at = used + units - limit, nil
       if kc >= 1 and (c1 - cum0) % M32 >= nth then
@@ -447,21 +460,16 @@ local function hold_until(log, untl)
   redis.call('SETRANGE', log.key, format('%d', log.n * E), header(log))
 end
 
--- A window's flags: whether it is a shadow window, and its block in µs (0 for none).
-local function flags_of(value)
-  local shadow = value:byte(1) == 115
-  local block = tonumber(shadow and value:sub(2) or value) or 0
-  return shadow, block * 1000
-end
-
 if op == 'r' then
   -- Removes up to `units` units recorded at the given time from each key's entry of that time, if it is still in
   -- the window.
   local most = 0
-  for k, key in ipairs(KEYS) do
-    local log = open(key, tonumber(ARGV[3 + 2 * k]) * 1000)
+  for _, key in ipairs(KEYS) do
+    local recorded, window
+    recorded, window, cursor = unpack('>dd', A, cursor)
+    local log = open(key, window * 1000)
     local removed = 0
-    local ts = log.n > 0 and tonumber(ARGV[2 + 2 * k]) - log.base
+    local ts = log.n > 0 and recorded - log.base
     if ts and ts > log.now - log.window and ts <= log.newest then
       local first = search(log.key, log.head, log.n - 1, function(t)
         return t >= ts
@@ -497,24 +505,26 @@ if op == 'r' then
 end
 
 if op == 'z' then
-  for k, key in ipairs(KEYS) do
-    hold_until(open(key, tonumber(ARGV[2 + 3 * k]) * 1000), now + units * 1000)
+  for _, key in ipairs(KEYS) do
+    local _, window
+    _, window, _, _, cursor = unpack(WINDOW, A, cursor)
+    hold_until(open(key, window * 1000), now + units * 1000)
   end
   return pack('>bdI4', 1, now, 0)
 end
 
 if op == 'l' then
   -- Reserves between `min` and `units` units, recorded at the lease's expiry.
-  local limit, min = tonumber(ARGV[4]), tonumber(ARGV[7])
-  local log = open(KEYS[1], tonumber(ARGV[5]) * 1000)
+  local limit, window, _, _, min, wait_for, ttl = unpack(LEASE, A, cursor)
+  local log = open(KEYS[1], window * 1000)
   local available = limit - log.used
   if available >= min and live_hold(log) == 0 then
     local granted = math.min(units, available)
-    local at = record(log, granted, now + tonumber(ARGV[9]) * 1000)
+    local at = record(log, granted, now + ttl * 1000)
     local reset = ceil((log.newest + log.window - log.now) / 1000)
     return pack(REPLY, 1, now, granted, 1, available - granted, 0, reset, at)
   end
-  local allowed, remaining, retry, reset = answer(log, limit, tonumber(ARGV[8]))
+  local allowed, remaining, retry, reset = answer(log, limit, wait_for)
   return pack(REPLY, 0, now, 0, allowed, remaining, retry, reset, 0)
 end
 
@@ -522,10 +532,12 @@ end
 -- for a consume is held for its block.
 local logs, answers, fits = {}, {}, true
 for i, key in ipairs(KEYS) do
-  local log = open(key, tonumber(ARGV[2 + 3 * i]) * 1000)
-  local a = { answer(log, tonumber(ARGV[1 + 3 * i]), units) }
-  local shadow, block = flags_of(ARGV[3 + 3 * i])
-  a[6], a[7] = shadow, block
+  local limit, window, block, shadow
+  limit, window, block, shadow, cursor = unpack(WINDOW, A, cursor)
+  local log = open(key, window * 1000)
+  local a = { answer(log, limit, units) }
+  shadow = shadow == 1
+  a[6], a[7] = shadow, block * 1000
   logs[i], answers[i] = log, a
   if a[1] == 0 and not (shadow and #KEYS > 1) then
     fits = false

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { bucketedScript, slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
-import { callSlidingLog } from '../../support/sliding-log-call.js'
+import { callSlidingLog, textCall } from '../../support/sliding-log-call.js'
 
 // What every script shares: its sha1, and the deadline after which it records nothing.
 describe('every Lua script on a real Redis', () => {
@@ -38,9 +38,9 @@ describe('every Lua script on a real Redis', () => {
       runner().runBuffer(
         slidingLogScript,
         [`${key}:{t}:a`, `${key}:{t}:b`],
-        ['c', 1, past, 5, 1_000, '0', 5, 2_000, '0'],
+        [textCall(['c', 1, past, 5, 1_000, '0', 5, 2_000, '0'])],
       ),
-      runner().runBuffer(slidingLogScript, [key], ['l', 10, past, 10, 10_000, '0', 1, 1, 100]),
+      runner().runBuffer(slidingLogScript, [key], [textCall(['l', 10, past, 10, 10_000, '0', 1, 1, 100])]),
       runner().run(bucketedScript, [`${key}:b`], [10, 10_000, 10, 1, 'consume', past, 0]),
     ])
     expect(multi.readInt8(0)).to.equal(-1)

@@ -1,10 +1,11 @@
 import { expect } from 'chai'
 import fc from 'fast-check'
 import type { Redis } from 'ioredis'
-import { readSlidingLog } from '../../../packages/core/src/store/redis-store.js'
 import { createScriptRunner, type LuaScript } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
+import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
+import { textCall } from '../../support/sliding-log-call.js'
 import { compareWithModel, type ModelSubject, modelPair, modelSteps } from '../../support/sliding-log-model.js'
 
 const TIME_CALL = "local time = redis.call('TIME')"
@@ -39,7 +40,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     const runner = createScriptRunner(redis)
     let clock: string[] = []
     const run = async (keys: string[], args: (string | number)[], windows: number) =>
-      readSlidingLog(await runner.runBuffer(script, keys, [...args, ...clock]), windows)
+      readSlidingLog(await runner.runBuffer(script, keys, [textCall(args), ...clock]), windows)
     const subject: ModelSubject = {
       setNow(nowUs) {
         const seconds = Math.floor(nowUs / 1_000_000)

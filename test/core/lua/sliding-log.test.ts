@@ -2,11 +2,11 @@ import { expectAdmittedExactlyAt } from '@fleetlimit/test-kit/exact-wait'
 import { logUnits } from '@fleetlimit/test-kit/log-units'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
-import { readSlidingLog } from '../../../packages/core/src/store/redis-store.js'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
+import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
-import { callSlidingLog } from '../../support/sliding-log-call.js'
+import { callSlidingLog, textCall } from '../../support/sliding-log-call.js'
 
 describe('lua/sliding-log.lua on a real Redis', () => {
   let redis: Redis
@@ -17,7 +17,7 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     callSlidingLog(redis, key, { limit, windowMs, cost, mode, deadlineUs })
   /** Any operation, its reply parsed for `windows` windows. */
   const raw = async (keys: string[], args: (string | number)[], windows: number) =>
-    readSlidingLog(await createScriptRunner(redis).runBuffer(slidingLogScript, keys, args), windows)
+    readSlidingLog(await createScriptRunner(redis).runBuffer(slidingLogScript, keys, [textCall(args)]), windows)
 
   before(() => {
     redis = redisClient()

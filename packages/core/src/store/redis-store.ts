@@ -1,4 +1,4 @@
-import { OptionError, StoreError } from '../common/errors.js'
+import { OptionError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
 import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
@@ -7,6 +7,15 @@ import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript, slidingLogScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { createServerSet } from './server-set.js'
+import {
+  type LogWindow,
+  leaseCall,
+  readSlidingLog,
+  releaseCall,
+  setDeadline,
+  unexpectedReply,
+  windowsCall,
+} from './sliding-log-call.js'
 import {
   type HoldRequest,
   type LeaseRequest,
@@ -89,13 +98,12 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
    * Runs a recording script with the caller's deadline in the server's clock (erring early), so that a call
    * that runs after its caller gave up records nothing. A refusal while the caller still waits means the clock
    * estimate was off (the server's clock stepped forward) or the deadline moved: try once more, with both known.
-   * `args[at]` is the script's deadline argument; `read` parses a reply into its status and server time.
+   * `call` sends the script with the deadline given (server µs, 0 for none) and parses its reply's status and
+   * server time.
    */
   async function runBefore<R extends { readonly status: number; readonly nowUs: number }>(
-    call: (args: (string | number)[]) => Promise<R>,
+    call: (deadlineUs: number) => Promise<R>,
     key: string,
-    args: (string | number)[],
-    at: number,
     deadline: Deadline | undefined,
   ): Promise<R> {
     const clock = clockOf(key)
@@ -103,8 +111,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     for (let attempt = 0; ; attempt++) {
       const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
       const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
-      args[at] = serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000)
-      const reply = await call(args)
+      const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
       const receivedAt = performance.now()
       clock.observe(reply.nowUs / 1000, receivedAt)
       if (reply.status !== -1) return reply
@@ -128,8 +135,11 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   // One watcher per client, however many stores share it: a store adds no listener of its own.
   const connection = adapter.watch()
 
-  const slidingLog = (keys: string[], windows: number) => async (args: (string | number)[]) =>
-    readSlidingLog(await runner.runBuffer(slidingLogScript, keys, args), windows)
+  /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
+  const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {
+    setDeadline(bytes, deadlineUs)
+    return readSlidingLog(await runner.runBuffer(slidingLogScript, keys, [bytes]), windows)
+  }
 
   async function decide(
     requests: readonly WindowRequest[],
@@ -143,28 +153,28 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     if (first === undefined) return []
     if (requests.length === 1 && first.buckets !== undefined) {
       const { limit, windowMs, buckets, cost } = first
-      const call = async (args: (string | number)[]) => {
+      const call = async (deadlineUs: number) => {
+        const args = [limit, windowMs, buckets, cost, mode, deadlineUs, first.blockMs ?? 0]
         const reply = numbers(await runner.run(bucketedScript, keys, args), bucketedScript)
         return { status: reply[0] as number, nowUs: reply[4] as number, reply }
       }
-      const args = [limit, windowMs, buckets, cost, mode, 0, first.blockMs ?? 0]
-      const { reply } = await runBefore(call, first.key, args, 5, until)
+      const { reply } = await runBefore(call, first.key, until)
       const result = toResult(reply, 0, reply[4] as number)
       // An admission's units are in the bucket of its time: that time is what a refund names.
       return [mode === 'consume' && result.allowed ? { ...result, recorded: reply[4] as number } : result]
     }
     // One cost for every window: the limiter asks for the same units in each policy.
-    const args: (string | number)[] = [mode === 'consume' ? 'c' : 'p', first.cost, 0]
     const several = requests.length > 1
-    for (const request of requests) args.push(request.limit, request.windowMs, flagsOf(request, several))
-    const { windows } = await runBefore(slidingLog(keys, requests.length), first.key, args, 2, until)
-    return windows.map((w) => (w.recordedUs > 0 ? { ...w, recorded: w.recordedUs } : w))
+    const windows = requests.map((request) => logWindow(request, several))
+    const bytes = windowsCall(mode === 'consume' ? 'c' : 'p', first.cost, windows)
+    const reply = await runBefore(slidingLog(keys, bytes, requests.length), first.key, until)
+    return reply.windows.map((w) => (w.recordedUs > 0 ? { ...w, recorded: w.recordedUs } : w))
   }
 
   async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {
     const { key, limit, windowMs, want, min, waitFor, ttlMs } = request
-    const args = ['l', want, 0, limit, windowMs, '0', min, waitFor, ttlMs]
-    const reply = await runBefore(slidingLog([`${prefix}:${key}`], 1), key, args, 2, deadline)
+    const bytes = leaseCall(want, { limit, windowMs }, { min, waitFor, ttlMs })
+    const reply = await runBefore(slidingLog([`${prefix}:${key}`], bytes, 1), key, deadline)
     const window = reply.windows[0] as WindowResult & { recordedUs: number }
     const { recordedUs } = window
     return { ...window, lease: { windowMs, score: recordedUs / 1000, granted: reply.units, recorded: recordedUs } }
@@ -177,11 +187,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     release: async (key, { windowMs, score, granted }, units) => {
       if (granted === 0) return
       // The score's µs, exactly: it came from them, and a double holds µs of this era to well under 0.5.
-      await runner.runBuffer(
-        slidingLogScript,
-        [`${prefix}:${key}`],
-        ['r', units, 0, Math.round(score * 1000), windowMs],
-      )
+      const bytes = releaseCall(units, [{ recordedUs: Math.round(score * 1000), windowMs }])
+      await runner.runBuffer(slidingLogScript, [`${prefix}:${key}`], [bytes])
     },
     peek: (requests) => decide(requests, 'peek'),
     refund: async (requests: readonly RefundRequest[], units: number) => {
@@ -192,9 +199,11 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
         const args = [1, first.windowMs, first.buckets, units, 'refund', 0, 0, first.recorded]
         return numbers(await runner.run(bucketedScript, keys, args), bucketedScript)[0] as number
       }
-      const args: (string | number)[] = ['r', units, 0]
-      for (const request of requests) args.push(request.recorded, request.windowMs)
-      return readSlidingLog(await runner.runBuffer(slidingLogScript, keys, args), 0).units
+      const bytes = releaseCall(
+        units,
+        requests.map(({ recorded, windowMs }) => ({ recordedUs: recorded, windowMs })),
+      )
+      return readSlidingLog(await runner.runBuffer(slidingLogScript, keys, [bytes]), 0).units
     },
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const [first] = requests
@@ -205,9 +214,12 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
         await runner.run(bucketedScript, keys, [1, first.windowMs, first.buckets, ms, 'hold', 0, 0])
         return
       }
-      const args: (string | number)[] = ['z', ms, 0]
-      for (const request of requests) args.push(0, request.windowMs, '0')
-      await runner.runBuffer(slidingLogScript, keys, args)
+      const bytes = windowsCall(
+        'z',
+        ms,
+        requests.map(({ windowMs }) => ({ limit: 0, windowMs })),
+      )
+      await runner.runBuffer(slidingLogScript, keys, [bytes])
     },
     reset: (key) => adapter.del(`${prefix}:${key}`),
     isConnected: connection.connected,
@@ -217,49 +229,20 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   }
 }
 
-/** A window's flags for lua/sliding-log.lua: its block in ms ('0' for none), after an 's' for a shadow window. */
-function flagsOf(request: WindowRequest, several: boolean): string {
-  const block = String(request.blockMs ?? 0)
-  return several && request.shadow ? `s${block}` : block
-}
+/** A request's window for lua/sliding-log.lua: a shadow window only beside others. */
+const logWindow = (request: WindowRequest, several: boolean): LogWindow => ({
+  limit: request.limit,
+  windowMs: request.windowMs,
+  blockMs: request.blockMs ?? 0,
+  shadow: several && request.shadow === true,
+})
 
 function numbers(reply: unknown, script: LuaScript): number[] {
   if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((n) => typeof n === 'number')) {
-    throw unexpected(reply, script)
+    throw unexpectedReply(reply, script)
   }
   return reply as number[]
 }
-
-// lua/sliding-log.lua's binary reply: '>bdI4', then '>bI4I6I6d' per window.
-const REPLY_HEAD = 13
-const REPLY_WINDOW = 25
-
-/** lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed). */
-export function readSlidingLog(reply: unknown, count: number) {
-  if (!Buffer.isBuffer(reply) || reply.length < REPLY_HEAD) throw unexpected(reply, slidingLogScript)
-  const status = reply.readInt8(0)
-  const nowUs = reply.readDoubleBE(1)
-  const units = reply.readUInt32BE(9)
-  if (status === -1) return { status, nowUs, units, windows: [] }
-  if (reply.length !== REPLY_HEAD + REPLY_WINDOW * count) throw unexpected(reply, slidingLogScript)
-  const windows = []
-  for (let at = REPLY_HEAD; at < reply.length; at += REPLY_WINDOW) {
-    windows.push({
-      allowed: reply.readInt8(at) === 1,
-      remaining: reply.readUInt32BE(at + 1),
-      retryAfterMs: reply.readUIntBE(at + 5, 6),
-      resetMs: reply.readUIntBE(at + 11, 6),
-      now: nowUs / 1000,
-      recordedUs: reply.readDoubleBE(at + 17),
-    })
-  }
-  return { status, nowUs, units, windows }
-}
-
-const unexpected = (reply: unknown, script: LuaScript) =>
-  new StoreError(
-    `unexpected reply from ${script.name}.lua: ${(Buffer.isBuffer(reply) ? reply.toString('hex') : JSON.stringify(reply))?.slice(0, 200)}`,
-  )
 
 const toResult = (reply: number[], at: number, nowUs: number): WindowResult => ({
   allowed: reply[at] === 1,

@@ -5,6 +5,9 @@ import { clusterSlot } from './cluster-slot.js'
 
 type Listener = (...args: unknown[]) => void
 
+/** A script's argument: binary ones go as they are. */
+export type ScriptArgument = string | number | Buffer
+
 /** An ioredis `Redis` or `Cluster`, as fleetlimit uses it. */
 export interface IoredisClient {
   readonly status: string
@@ -77,7 +80,7 @@ export interface ClientAdapter {
     command: 'EVAL' | 'EVALSHA',
     script: string,
     keys: readonly string[],
-    args: readonly (string | number)[],
+    args: readonly ScriptArgument[],
     binary: boolean,
   ): Promise<unknown>
   del(key: string): Promise<void>
@@ -194,13 +197,19 @@ function watchIoredis(client: IoredisClient): ConnectionWatch {
 const BINARY: NodeRedisCommandOptions = Object.freeze({ typeMapping: Object.freeze({ 36: Buffer }) })
 const DEFAULT: NodeRedisCommandOptions = Object.freeze({ typeMapping: Object.freeze({}) })
 
-/** EVAL's arguments as node-redis takes them: strings only. */
+/** EVAL's arguments as node-redis takes them: strings and Buffers. */
 const evalArgs = (
   command: string,
   script: string,
   keys: readonly string[],
-  args: readonly (string | number)[],
-): string[] => [command, script, String(keys.length), ...keys, ...args.map(String)]
+  args: readonly ScriptArgument[],
+): (string | Buffer)[] => [
+  command,
+  script,
+  String(keys.length),
+  ...keys,
+  ...args.map((arg) => (typeof arg === 'number' ? String(arg) : arg)),
+]
 
 // A write that goes out this much later than the command was given says the event loop was busy (as LATE_TIMER_MS
 // in guarded-call.ts says of a timer).
@@ -234,7 +243,7 @@ function createWriteWatch() {
 
 function nodeRedisClientAdapter(client: NodeRedisClient): ClientAdapter {
   const writes = createWriteWatch()
-  const send = async (args: string[], options: NodeRedisCommandOptions) => {
+  const send = async (args: (string | Buffer)[], options: NodeRedisCommandOptions) => {
     try {
       writes.sent()
       return await client.sendCommand(args, options)
@@ -257,7 +266,7 @@ function nodeRedisClientAdapter(client: NodeRedisClient): ClientAdapter {
 function nodeRedisClusterAdapter(cluster: NodeRedisCluster): ClientAdapter {
   const writes = createWriteWatch()
   // Routed by the first key, as ioredis does; node-redis follows MOVED and ASK itself.
-  const send = async (key: string | undefined, args: string[], options: NodeRedisCommandOptions) => {
+  const send = async (key: string | undefined, args: (string | Buffer)[], options: NodeRedisCommandOptions) => {
     try {
       writes.sent()
       return await cluster.sendCommand(key, false, args, options)

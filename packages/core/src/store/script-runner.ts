@@ -1,4 +1,4 @@
-import { adaptClient, type RedisStoreClient } from './script-client.js'
+import { adaptClient, type RedisStoreClient, type ScriptArgument } from './script-client.js'
 
 /** A Lua script as generated from `lua/*.lua`: its source and the sha1 that `SCRIPT LOAD` returns. */
 export interface LuaScript {
@@ -8,9 +8,9 @@ export interface LuaScript {
 }
 
 export interface ScriptRunner {
-  run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>
+  run(script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>
   /** The same, for a script that replies with one binary string: the reply as a Buffer. */
-  runBuffer(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<Buffer>
+  runBuffer(script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[]): Promise<Buffer>
 }
 
 /**
@@ -36,7 +36,7 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   const loaded = new Set<string>()
   // node-redis only: the EVAL in flight of each script on each server.
   const loading = new Map<string, Promise<unknown>>()
-  type Call = readonly [script: LuaScript, keys: readonly string[], args: readonly (string | number)[], binary: boolean]
+  type Call = readonly [script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[], binary: boolean]
 
   const evalSha = ([script, keys, args, binary]: Call) => adapter.evaluate('EVALSHA', script.sha1, keys, args, binary)
   const evalSource = ([script, keys, args, binary]: Call) => adapter.evaluate('EVAL', script.lua, keys, args, binary)

@@ -1,0 +1,105 @@
+import { StoreError } from '../common/errors.js'
+import type { LuaScript } from './script-runner.js'
+import { slidingLogScript } from './scripts.generated.js'
+
+// lua/sliding-log.lua's one argument and its reply, both binary and big-endian (see the script's header). Numbers
+// go as doubles: the script reads them with one struct.unpack, where parsing decimal text costs it more than the
+// rest of a denial.
+
+/** One key's window in a call: its limit, its length, its block (0 for none), and whether it is a shadow window. */
+export interface LogWindow {
+  readonly limit: number
+  readonly windowMs: number
+  readonly blockMs?: number
+  readonly shadow?: boolean
+}
+
+const CALL = 17 // '>c1dd': op, units, deadline
+const WINDOW = 25 // '>dddB': limit, window, block, shadow
+const DEADLINE_AT = 9
+
+function call(op: 'c' | 'p' | 'l' | 'r' | 'z', units: number, size: number): Buffer {
+  const bytes = Buffer.allocUnsafe(size)
+  bytes.write(op, 0, 'latin1')
+  bytes.writeDoubleBE(units, 1)
+  bytes.writeDoubleBE(0, DEADLINE_AT)
+  return bytes
+}
+
+function writeWindow(bytes: Buffer, at: number, { limit, windowMs, blockMs = 0, shadow = false }: LogWindow): void {
+  bytes.writeDoubleBE(limit, at)
+  bytes.writeDoubleBE(windowMs, at + 8)
+  bytes.writeDoubleBE(blockMs, at + 16)
+  bytes.writeUInt8(shadow ? 1 : 0, at + 24)
+}
+
+/** A consume ('c') or peek ('p') of `units` in every window, or a hold ('z') of each key for `units` ms. */
+export function windowsCall(op: 'c' | 'p' | 'z', units: number, windows: readonly LogWindow[]): Buffer {
+  const bytes = call(op, units, CALL + WINDOW * windows.length)
+  for (const [i, window] of windows.entries()) writeWindow(bytes, CALL + WINDOW * i, window)
+  return bytes
+}
+
+/** A lease of between `min` and `want` units, recorded at now + ttlMs; on denial, the wait until `waitFor` fit. */
+export function leaseCall(
+  want: number,
+  window: LogWindow,
+  { min, waitFor, ttlMs }: { readonly min: number; readonly waitFor: number; readonly ttlMs: number },
+): Buffer {
+  const bytes = call('l', want, CALL + WINDOW + 24)
+  writeWindow(bytes, CALL, window)
+  bytes.writeDoubleBE(min, CALL + WINDOW)
+  bytes.writeDoubleBE(waitFor, CALL + WINDOW + 8)
+  bytes.writeDoubleBE(ttlMs, CALL + WINDOW + 16)
+  return bytes
+}
+
+/** A release of `units` from each key's entry recorded at `recordedUs` (server µs), if still in its window. */
+export function releaseCall(
+  units: number,
+  entries: readonly { readonly recordedUs: number; readonly windowMs: number }[],
+): Buffer {
+  const bytes = call('r', units, CALL + 16 * entries.length)
+  for (const [i, { recordedUs, windowMs }] of entries.entries()) {
+    bytes.writeDoubleBE(recordedUs, CALL + 16 * i)
+    bytes.writeDoubleBE(windowMs, CALL + 16 * i + 8)
+  }
+  return bytes
+}
+
+/** Sets a call's deadline: the server time in µs after which it records nothing (0 for none). */
+export function setDeadline(bytes: Buffer, deadlineUs: number): void {
+  bytes.writeDoubleBE(deadlineUs, DEADLINE_AT)
+}
+
+// The reply: '>bdI4', then '>bI4I6I6d' per window.
+const REPLY_HEAD = 13
+const REPLY_WINDOW = 25
+
+/** lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed). */
+export function readSlidingLog(reply: unknown, count: number) {
+  if (!Buffer.isBuffer(reply) || reply.length < REPLY_HEAD) throw unexpectedReply(reply, slidingLogScript)
+  const status = reply.readInt8(0)
+  const nowUs = reply.readDoubleBE(1)
+  const units = reply.readUInt32BE(9)
+  if (status === -1) return { status, nowUs, units, windows: [] }
+  if (reply.length !== REPLY_HEAD + REPLY_WINDOW * count) throw unexpectedReply(reply, slidingLogScript)
+  const windows = []
+  for (let at = REPLY_HEAD; at < reply.length; at += REPLY_WINDOW) {
+    windows.push({
+      allowed: reply.readInt8(at) === 1,
+      remaining: reply.readUInt32BE(at + 1),
+      retryAfterMs: reply.readUIntBE(at + 5, 6),
+      resetMs: reply.readUIntBE(at + 11, 6),
+      now: nowUs / 1000,
+      recordedUs: reply.readDoubleBE(at + 17),
+    })
+  }
+  return { status, nowUs, units, windows }
+}
+
+/** A script's reply that is not what it returns: a StoreError that shows it. */
+export const unexpectedReply = (reply: unknown, script: LuaScript) =>
+  new StoreError(
+    `unexpected reply from ${script.name}.lua: ${(Buffer.isBuffer(reply) ? reply.toString('hex') : JSON.stringify(reply))?.slice(0, 200)}`,
+  )
