@@ -50,10 +50,14 @@ for (const kind of clientKinds) {
         window: '1m',
         logger: quiet,
       })
+      // One answer, read while the event loop is idle, teaches the store the server's clock, as in a warm process
+      // (a process's first calls carry no deadline; replies read late by a loop busy with the burst would teach
+      // it a clock that errs early by that delay).
+      expect((await limiter.consume('tenant')).source).to.equal('store')
       const outcomes = await Promise.all(Array.from({ length: 5_000 }, () => outcome(limiter.consume('tenant'))))
       expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
-      expect(limiter.stats()).to.include({ allowed: 5_000, storeErrors: 0, breakerOpenings: 0 })
-      expect(await unitsIn('fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(5_000)
+      expect(limiter.stats()).to.include({ allowed: 5_001, storeErrors: 0, breakerOpenings: 0 })
+      expect(await unitsIn('fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(5_001)
     })
 
     it('an event loop blocked for 300 ms while replies are in flight turns none of them into a timeout', async () => {
