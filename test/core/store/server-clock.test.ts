@@ -6,20 +6,31 @@ describe('the server clock estimate', () => {
     const clock = createServerClock()
     expect(clock.serverTimeAt(100)).to.equal(undefined)
     // Server 1,000 ms ahead; replies received 5 ms and then 1 ms after the server stamped them.
-    clock.observe(1_000 + 10, 15)
+    clock.observe(1_000 + 10, 8, 15)
     expect(clock.serverTimeAt(100)).to.equal(1_095)
-    clock.observe(1_000 + 20, 21)
+    clock.observe(1_000 + 20, 19, 21)
     expect(clock.serverTimeAt(100)).to.equal(1_099)
-    clock.observe(1_000 + 30, 40)
+    clock.observe(1_000 + 30, 29, 40)
     expect(clock.serverTimeAt(100), 'a slower reply does not loosen the bound').to.equal(1_099)
   })
 
   it('follows a server clock that stepped back, within two spans of 10 s', () => {
     const clock = createServerClock()
-    clock.observe(5_000, 0)
-    clock.observe(3_000 + 10_001, 10_001)
+    clock.observe(5_000, 0, 0)
+    clock.observe(3_000 + 10_001, 10_000, 10_001)
     expect(clock.serverTimeAt(0), 'the previous span still counts').to.equal(5_000)
-    clock.observe(3_000 + 20_002, 20_002)
+    clock.observe(3_000 + 20_002, 20_001, 20_002)
     expect(clock.serverTimeAt(0)).to.equal(3_000)
+  })
+
+  it('learns nothing from a reply read long after its call was sent: no deadline rather than one far too early', () => {
+    const clock = createServerClock()
+    // Server 1,000 ms ahead; the reply was made at once, and read 300 ms later by a busy event loop.
+    clock.observe(1_000 + 1, 0, 301)
+    expect(clock.serverTimeAt(400), 'a 300 ms late bound would put the deadline 300 ms early').to.equal(undefined)
+    clock.observe(1_000 + 400, 399, 402)
+    expect(clock.serverTimeAt(500)).to.equal(1_498)
+    clock.observe(1_000 + 500, 450, 800)
+    expect(clock.serverTimeAt(900), 'a late reply changes nothing').to.equal(1_898)
   })
 })

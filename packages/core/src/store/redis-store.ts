@@ -111,9 +111,10 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     for (let attempt = 0; ; attempt++) {
       const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
       const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
+      const sentAt = performance.now()
       const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
       const receivedAt = performance.now()
-      clock.observe(reply.nowUs / 1000, receivedAt)
+      clock.observe(reply.nowUs / 1000, sentAt, receivedAt)
       if (reply.status !== -1) return reply
       if (attempt > 0 || deadline === undefined || receivedAt >= deadlineOf(deadline, given)) {
         throw new DeadlineExceeded('the call reached Redis after its deadline: nothing was recorded')
