@@ -6,6 +6,8 @@ import { defaultClient, serverPerTest } from '../support/faults.js'
 import { clientKinds, type TestClient } from '../support/redis.js'
 
 const quiet = { warn() {}, info() {} }
+/** The Redis key of tenant 'tenant' under a policy of 1 000 000 a minute. */
+const TENANT_KEY = 'fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}'
 
 /** Blocks this process's event loop, as a long synchronous handler would. */
 function blockEventLoop(ms: number): void {
@@ -42,43 +44,31 @@ for (const kind of clientKinds) {
     const { redis } = at
     /** Units the key's window holds, read on the tested client after every command the limiter sent on it. */
     const unitsIn = (key: string) => at.tested.units(key)
+    /** A limiter on the tested client that admits every call of these bursts (its key: TENANT_KEY). */
+    const roomyLimiter = () =>
+      createRateLimiter({ store: redisStore(at.tested.client), limit: 1_000_000, window: '1m', logger: quiet })
 
     it('a burst from this process queues here, not in the socket: 5,000 calls at once, all decided by the store', async () => {
-      const limiter = createRateLimiter({
-        store: redisStore(at.tested.client),
-        limit: 1_000_000,
-        window: '1m',
-        logger: quiet,
-      })
+      const limiter = roomyLimiter()
       const outcomes = await Promise.all(Array.from({ length: 5_000 }, () => outcome(limiter.consume('tenant'))))
       expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
       expect(limiter.stats()).to.include({ allowed: 5_000, storeErrors: 0, breakerOpenings: 0 })
-      expect(await unitsIn('fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(5_000)
+      expect(await unitsIn(TENANT_KEY)).to.equal(5_000)
     })
 
     it('an event loop blocked for 300 ms while replies are in flight turns none of them into a timeout', async () => {
-      const limiter = createRateLimiter({
-        store: redisStore(at.tested.client),
-        limit: 1_000_000,
-        window: '1m',
-        logger: quiet,
-      })
+      const limiter = roomyLimiter()
       const calls = Array.from({ length: 2_000 }, () => outcome(limiter.consume('tenant')))
       // The replies arrive while the loop is blocked; every deadline has passed by the time it runs again.
       blockEventLoop(300)
       const outcomes = await Promise.all(calls)
       expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
       expect(limiter.stats()).to.include({ allowed: 2_000, storeErrors: 0, timeouts: 0, breakerOpenings: 0 })
-      expect(await unitsIn('fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(2_000)
+      expect(await unitsIn(TENANT_KEY)).to.equal(2_000)
     })
 
     it('replies read late by a busy event loop teach the store no clock that refuses calls still waited for', async () => {
-      const limiter = createRateLimiter({
-        store: redisStore(at.tested.client),
-        limit: 1_000_000,
-        window: '1m',
-        logger: quiet,
-      })
+      const limiter = roomyLimiter()
       // Twice: calls sent at once (within maxInFlight), their replies read 300 ms late. Learning the server's clock
       // from those replies would put the second calls' deadlines 300 ms early: Redis would refuse them at once,
       // and the refusals, read late too, would leave no time to ask again.
@@ -90,7 +80,7 @@ for (const kind of clientKinds) {
       }
       expect(outcomes.filter((o) => o !== 'store')).to.deep.equal([])
       expect(limiter.stats()).to.include({ allowed: 200, storeErrors: 0, breakerOpenings: 0 })
-      expect(await unitsIn('fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}')).to.equal(200)
+      expect(await unitsIn(TENANT_KEY)).to.equal(200)
     })
 
     it('a decision its caller gave up on records nothing: calls that reach a paused Redis after their deadline', async () => {
