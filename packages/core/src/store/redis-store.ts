@@ -8,7 +8,6 @@ import { bucketedScript, slidingLogScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { createServerSet } from './server-set.js'
 import {
-  type LogWindow,
   leaseCall,
   readSlidingLog,
   releaseCall,
@@ -165,11 +164,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       return [mode === 'consume' && result.allowed ? { ...result, recorded: reply[4] as number } : result]
     }
     // One cost for every window: the limiter asks for the same units in each policy.
-    const several = requests.length > 1
-    const windows = requests.map((request) => logWindow(request, several))
-    const bytes = windowsCall(mode === 'consume' ? 'c' : 'p', first.cost, windows)
-    const reply = await runBefore(slidingLog(keys, bytes, requests.length), first.key, until)
-    return reply.windows.map((w) => (w.recordedUs > 0 ? { ...w, recorded: w.recordedUs } : w))
+    const bytes = windowsCall(mode === 'consume' ? 'c' : 'p', first.cost, requests)
+    return (await runBefore(slidingLog(keys, bytes, requests.length), first.key, until)).windows
   }
 
   async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {
@@ -229,14 +225,6 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     servers,
   }
 }
-
-/** A request's window for lua/sliding-log.lua: a shadow window only beside others. */
-const logWindow = (request: WindowRequest, several: boolean): LogWindow => ({
-  limit: request.limit,
-  windowMs: request.windowMs,
-  blockMs: request.blockMs ?? 0,
-  shadow: several && request.shadow === true,
-})
 
 function numbers(reply: unknown, script: LuaScript): number[] {
   if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((n) => typeof n === 'number')) {

@@ -6,7 +6,10 @@ import { slidingLogScript } from './scripts.generated.js'
 // go as doubles: the script reads them with one struct.unpack, where parsing decimal text costs it more than the
 // rest of a denial.
 
-/** One key's window in a call: its limit, its length, its block (0 for none), and whether it is a shadow window. */
+/**
+ * One key's window in a call: its limit, its length, its block (none when unset), and whether it is a shadow
+ * window (which counts only beside other windows). A store's WindowRequest is one.
+ */
 export interface LogWindow {
   readonly limit: number
   readonly windowMs: number
@@ -26,7 +29,7 @@ function call(op: 'c' | 'p' | 'l' | 'r' | 'z', units: number, size: number): Buf
   return bytes
 }
 
-function writeWindow(bytes: Buffer, at: number, { limit, windowMs, blockMs = 0, shadow = false }: LogWindow): void {
+function writeWindow(bytes: Buffer, at: number, { limit, windowMs, blockMs = 0 }: LogWindow, shadow: boolean): void {
   bytes.writeDoubleBE(limit, at)
   bytes.writeDoubleBE(windowMs, at + 8)
   bytes.writeDoubleBE(blockMs, at + 16)
@@ -36,7 +39,10 @@ function writeWindow(bytes: Buffer, at: number, { limit, windowMs, blockMs = 0, 
 /** A consume ('c') or peek ('p') of `units` in every window, or a hold ('z') of each key for `units` ms. */
 export function windowsCall(op: 'c' | 'p' | 'z', units: number, windows: readonly LogWindow[]): Buffer {
   const bytes = call(op, units, CALL + WINDOW * windows.length)
-  for (const [i, window] of windows.entries()) writeWindow(bytes, CALL + WINDOW * i, window)
+  const several = windows.length > 1
+  for (const [i, window] of windows.entries()) {
+    writeWindow(bytes, CALL + WINDOW * i, window, several && window.shadow === true)
+  }
   return bytes
 }
 
@@ -47,7 +53,7 @@ export function leaseCall(
   { min, waitFor, ttlMs }: { readonly min: number; readonly waitFor: number; readonly ttlMs: number },
 ): Buffer {
   const bytes = call('l', want, CALL + WINDOW + 24)
-  writeWindow(bytes, CALL, window)
+  writeWindow(bytes, CALL, window, false)
   bytes.writeDoubleBE(min, CALL + WINDOW)
   bytes.writeDoubleBE(waitFor, CALL + WINDOW + 8)
   bytes.writeDoubleBE(ttlMs, CALL + WINDOW + 16)
@@ -76,7 +82,10 @@ export function setDeadline(bytes: Buffer, deadlineUs: number): void {
 const REPLY_HEAD = 13
 const REPLY_WINDOW = 25
 
-/** lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed). */
+/**
+ * lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed); a window that recorded the
+ * call's units says when (`recorded`, the µs a refund names, as `recordedUs` is; 0 there when none were).
+ */
 export function readSlidingLog(reply: unknown, count: number) {
   if (!Buffer.isBuffer(reply) || reply.length < REPLY_HEAD) throw unexpectedReply(reply, slidingLogScript)
   const status = reply.readInt8(0)
@@ -86,13 +95,15 @@ export function readSlidingLog(reply: unknown, count: number) {
   if (reply.length !== REPLY_HEAD + REPLY_WINDOW * count) throw unexpectedReply(reply, slidingLogScript)
   const windows = []
   for (let at = REPLY_HEAD; at < reply.length; at += REPLY_WINDOW) {
+    const recordedUs = reply.readDoubleBE(at + 17)
     windows.push({
       allowed: reply.readInt8(at) === 1,
       remaining: reply.readUInt32BE(at + 1),
       retryAfterMs: reply.readUIntBE(at + 5, 6),
       resetMs: reply.readUIntBE(at + 11, 6),
       now: nowUs / 1000,
-      recordedUs: reply.readDoubleBE(at + 17),
+      recordedUs,
+      ...(recordedUs > 0 && { recorded: recordedUs }),
     })
   }
   return { status, nowUs, units, windows }
