@@ -12,6 +12,21 @@ import { describeHoldsAndRefunds } from '../support/holds.js'
 import { describePlans } from '../support/plans.js'
 import { nodeRedisKinds, type TestClient, uniquePrefix } from '../support/redis.js'
 
+/** Moves one slot from master `from` to master `to` (node ids) with `redis-cli --cluster reshard`, via `port`. */
+const moveOneSlot = (cli: (...args: string[]) => Promise<string>, port: number | string, from: string, to: string) =>
+  cli(
+    '--cluster',
+    'reshard',
+    `127.0.0.1:${port}`,
+    '--cluster-from',
+    from,
+    '--cluster-to',
+    to,
+    '--cluster-slots',
+    '1',
+    '--cluster-yes',
+  )
+
 describe('Redis Cluster: three masters, one replica each, started by the test', function () {
   this.timeout(120_000)
   let cluster: RedisCluster
@@ -134,18 +149,7 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     })()
     await sleep(300)
     const node = cluster.startupNodes[0] as { port: number }
-    await cluster.cli(
-      '--cluster',
-      'reshard',
-      `127.0.0.1:${node.port}`,
-      '--cluster-from',
-      from,
-      '--cluster-to',
-      to,
-      '--cluster-slots',
-      '1',
-      '--cluster-yes',
-    )
+    await moveOneSlot(cluster.cli, node.port, from, to)
     await sleep(300)
     running = false
     await load
@@ -305,18 +309,7 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
           underWay()
         })()
         await started
-        await liveCli(
-          '--cluster',
-          'reshard',
-          `127.0.0.1:${livePort()}`,
-          '--cluster-from',
-          from,
-          '--cluster-to',
-          to,
-          '--cluster-slots',
-          '1',
-          '--cluster-yes',
-        )
+        await moveOneSlot(liveCli, livePort(), from, to)
         moved = true
         await load
         const master = await masterOf(lowestSlot)
