@@ -1,4 +1,4 @@
-import { definePolicy, isFleetlimitError, memoryStore, type OptionError } from '@fleetlimit/core'
+import { definePolicy, memoryStore } from '@fleetlimit/core'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { type FastifyRateLimitOptions, rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
@@ -11,18 +11,9 @@ import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import sinon from 'sinon'
 import request from 'supertest'
+import { optionErrorOfAsync } from '../support/option-error.js'
 
-/** The coded OptionError `build` throws, synchronously or as a rejection. */
-async function optionError(build: () => unknown): Promise<OptionError> {
-  let thrown: unknown
-  try {
-    await build()
-  } catch (error) {
-    thrown = error
-  }
-  expect(isFleetlimitError(thrown, 'ERR_FLEETLIMIT_OPTION'), String(thrown)).to.equal(true)
-  return thrown as OptionError
-}
+const optionError = optionErrorOfAsync
 
 /** Builds the adapter's limiter from options, as its users do; Fastify's at registration. */
 const adapters: readonly { name: string; build: (options: object) => unknown }[] = [

@@ -1,20 +1,10 @@
-import { createRateLimiter, definePolicy, isFleetlimitError, type Logger, OptionError } from '@fleetlimit/core'
+import { createRateLimiter, definePolicy, type Logger } from '@fleetlimit/core'
 import { createHttpLimiter } from '@fleetlimit/core/http'
 import { expect } from 'chai'
 import sinon from 'sinon'
+import { optionErrorOf } from '../support/option-error.js'
 
-/** The coded OptionError `build` throws. */
-function optionError(build: () => unknown): OptionError {
-  let thrown: unknown
-  try {
-    build()
-  } catch (error) {
-    thrown = error
-  }
-  expect(isFleetlimitError(thrown, 'ERR_FLEETLIMIT_OPTION'), String(thrown)).to.equal(true)
-  expect(thrown).to.be.instanceOf(OptionError)
-  return thrown as OptionError
-}
+const optionError = optionErrorOf
 
 const framework = { name: 'Test', trustProxyHint: 'Trust it', trustAllHint: 'Trust fewer' }
 const http = (options: object) => () => createHttpLimiter(options as never, framework)

@@ -3,22 +3,15 @@ import {
   definePolicy,
   isFleetlimitError,
   memoryStore,
-  OptionError,
+  type OptionError,
   redisStore,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
+import { optionErrorOf } from '../support/option-error.js'
 
 /** Asserts that `build` throws an ERR_FLEETLIMIT_OPTION naming the option and, when given, the accepted values. */
 function expectOptionError(build: () => unknown, option: string, accepted?: RegExp): OptionError {
-  let thrown: unknown
-  try {
-    build()
-  } catch (error) {
-    thrown = error
-  }
-  expect(isFleetlimitError(thrown, 'ERR_FLEETLIMIT_OPTION'), String(thrown)).to.equal(true)
-  const error = thrown as OptionError
-  expect(error).to.be.instanceOf(OptionError)
+  const error = optionErrorOf(build)
   expect(error.option).to.equal(option)
   expect(error.message).to.include(`\`${option}\``)
   if (accepted) expect(error.message).to.match(accepted)
