@@ -86,11 +86,11 @@ describe('bench parts at a tiny size', () => {
     }
   })
 
-  it('redis-cost: both scripts timed in every scenario, and the memory of a filled key', async function () {
+  it('redis-cost: both scripts timed in every scenario (ours alone and in runs), and the memory of a filled key', async function () {
     this.timeout(60_000)
     const { data } = await redisCost({ requests: 2_000, rounds: 1, memoryLimits: [2_000], largeCalls: 20 })
     const { rows, memory, large } = data as {
-      rows: { scenario: string; counterUs: number; oursUs: number }[]
+      rows: { scenario: string; counterUs: number; oursUs: number; inRunsUs: number }[]
       memory: { limit: number; bytes: number; bytesPerThousand: number }[]
       large: { redisUs: number[]; memoryUs: { median: number; p99: number; max: number }[] }
     }
@@ -98,6 +98,7 @@ describe('bench parts at a tiny size', () => {
     for (const row of rows) {
       expect(row.counterUs, row.scenario).to.be.greaterThan(0)
       expect(row.oursUs, row.scenario).to.be.greaterThan(0)
+      expect(row.inRunsUs, row.scenario).to.be.greaterThan(0)
     }
     expect(memory.map((m) => m.limit)).to.deep.equal([2_000])
     // One entry of 10 bytes per call, whatever its cost.

@@ -82,6 +82,21 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     expect(masters.size).to.equal(3)
   })
 
+  it('calls made at once for tenants on every master go one run per slot: each decided by the store', async () => {
+    const limiter = createRateLimiter({
+      store: redisStore(client, { prefix: uniquePrefix() }),
+      limit: 2,
+      window: '1m',
+      local: false,
+      timeoutMs: 10_000,
+    })
+    const tenants = Array.from({ length: 900 }, (_, i) => `tenant-${i % 300}`)
+    const decisions = await Promise.all(tenants.map((tenant) => limiter.consume(tenant)))
+    expect(decisions.filter((d) => d.source !== 'store')).to.deep.equal([])
+    expect(decisions.filter((d) => d.allowed)).to.have.length(600)
+    expect(limiter.stats()).to.include({ storeErrors: 0 })
+  })
+
   it('runs leases and the bucketed algorithm on the cluster', async () => {
     const prefix = uniquePrefix()
     const leased = createRateLimiter({

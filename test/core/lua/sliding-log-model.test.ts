@@ -1,31 +1,13 @@
 import { expect } from 'chai'
 import fc from 'fast-check'
 import type { Redis } from 'ioredis'
-import { createScriptRunner, type LuaScript } from '../../../packages/core/src/store/script-runner.js'
+import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { textCall } from '../../support/sliding-log-call.js'
 import { compareWithModel, type ModelSubject, modelPair, modelSteps } from '../../support/sliding-log-model.js'
-
-const TIME_CALL = "local time = redis.call('TIME')"
-const EXPIRE_CALL = /redis\.call\('PEXPIRE', [\w.]+, format\('%d', ttl\)\)/g
-
-/**
- * The script with the server's clock replaced by the test's (the two last arguments: seconds and microseconds), a
- * test-only copy made here and never shipped. Its PEXPIREs (every one) are left out: a key must not expire on the real clock
- * while the test's clock stands still (expiry has its own tests).
- */
-function withTestClock(script: LuaScript): LuaScript {
-  const expires = script.lua.match(EXPIRE_CALL)?.length ?? 0
-  if (!script.lua.includes(TIME_CALL) || expires === 0 || expires !== script.lua.split("'PEXPIRE'").length - 1) {
-    throw new Error(`${script.name}.lua no longer reads the clock as this test expects: update the test`)
-  }
-  const lua = script.lua
-    .replace(TIME_CALL, 'local time = { ARGV[#ARGV - 1], ARGV[#ARGV] }')
-    .replaceAll(EXPIRE_CALL, '-- PEXPIRE left out under the test clock')
-  return { name: `${script.name}-test-clock`, lua, sha1: '0'.repeat(40) }
-}
+import { withTestClock } from '../../support/test-clock-script.js'
 
 describe('lua/sliding-log.lua against a reference model (fast-check, the test’s clock)', () => {
   let redis: Redis

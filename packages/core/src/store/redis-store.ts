@@ -1,10 +1,12 @@
 import { OptionError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
 import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
+import { createCallBatcher } from './call-batcher.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
+import { clusterSlot } from './cluster-slot.js'
 import { adaptClient, type RedisStoreClient } from './script-client.js'
 import { createScriptRunner, type LuaScript } from './script-runner.js'
-import { bucketedScript, slidingLogScript } from './scripts.generated.js'
+import { bucketedScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { createServerSet } from './server-set.js'
 import {
@@ -82,6 +84,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     serverOf,
   )
   const runner = createScriptRunner(client)
+  // The sliding-log calls this process makes at once go as one script run (per slot on a Cluster).
+  const batcher = createCallBatcher(runner, adapter.cluster ? (key) => String(clusterSlot(key)) : () => '')
   const clocks = new Map<string, ServerClock>()
   const clockOf = (key: string) => {
     const server = serverOf(key)
@@ -138,7 +142,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
   const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {
     setDeadline(bytes, deadlineUs)
-    return readSlidingLog(await runner.runBuffer(slidingLogScript, keys, [bytes]), windows)
+    return readSlidingLog(await batcher.run(keys, bytes, windows), windows)
   }
 
   async function decide(
@@ -185,7 +189,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       if (granted === 0) return
       // The score's µs, exactly: it came from them, and a double holds µs of this era to well under 0.5.
       const bytes = releaseCall(units, [{ recordedUs: Math.round(score * 1000), windowMs }])
-      await runner.runBuffer(slidingLogScript, [`${prefix}:${key}`], [bytes])
+      readSlidingLog(await batcher.run([`${prefix}:${key}`], bytes, 0), 0)
     },
     peek: (requests) => decide(requests, 'peek'),
     refund: async (requests: readonly RefundRequest[], units: number) => {
@@ -200,7 +204,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
         units,
         requests.map(({ recorded, windowMs }) => ({ recordedUs: recorded, windowMs })),
       )
-      return readSlidingLog(await runner.runBuffer(slidingLogScript, keys, [bytes]), 0).units
+      return readSlidingLog(await batcher.run(keys, bytes, 0), 0).units
     },
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const [first] = requests
@@ -216,7 +220,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
         ms,
         requests.map(({ windowMs }) => ({ limit: 0, windowMs })),
       )
-      await runner.runBuffer(slidingLogScript, keys, [bytes])
+      readSlidingLog(await batcher.run(keys, bytes, 0), 0)
     },
     reset: (key) => adapter.del(`${prefix}:${key}`),
     isConnected: connection.connected,

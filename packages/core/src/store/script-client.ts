@@ -1,4 +1,5 @@
 import { clusterSlot } from './cluster-slot.js'
+import { ReplyError } from './server-failure.js'
 
 // Structural types of the clients redisStore accepts: core's declarations need neither ioredis nor redis to be
 // installed, and nothing here loads either at run time.
@@ -75,6 +76,8 @@ export interface ConnectionWatch {
  */
 export interface ClientAdapter {
   readonly library: 'ioredis' | 'node-redis'
+  /** A Redis Cluster: a script's keys must share one slot. */
+  readonly cluster: boolean
   /** EVAL or EVALSHA; with `binary`, a bulk-string reply as a Buffer. On a cluster, routed by the first key. */
   evaluate(
     command: 'EVAL' | 'EVALSHA',
@@ -152,6 +155,7 @@ function ioredisAdapter(client: IoredisClient): ClientAdapter {
   const cluster = client.isCluster ? client : undefined
   return {
     library: 'ioredis',
+    cluster: cluster !== undefined,
     evaluate: (command, script, keys, args, binary) =>
       binary
         ? client.callBuffer(command, script, keys.length, ...keys, ...args)
@@ -253,6 +257,7 @@ function nodeRedisClientAdapter(client: NodeRedisClient): ClientAdapter {
   }
   return {
     library: 'node-redis',
+    cluster: false,
     evaluate: (command, script, keys, args, binary) =>
       send(evalArgs(command, script, keys, args), binary ? BINARY : DEFAULT),
     del: async (key) => {
@@ -276,6 +281,7 @@ function nodeRedisClusterAdapter(cluster: NodeRedisCluster): ClientAdapter {
   }
   return {
     library: 'node-redis',
+    cluster: true,
     evaluate: (command, script, keys, args, binary) =>
       send(keys[0], evalArgs(command, script, keys, args), binary ? BINARY : DEFAULT),
     del: async (key) => {
@@ -360,11 +366,6 @@ function printUnhandled(emitter: NodeRedisEmitter, error: unknown): void {
   }
 }
 
-/** An error reply from node-redis, as ioredis names one: server-failure.ts reads the name and the first word. */
-class NodeRedisReplyError extends Error {
-  override name = 'ReplyError'
-}
-
 // A Redis error reply starts with its code in capitals (ERR, WRONGTYPE, NOSCRIPT, LOADING, …); no error node-redis
 // or Node makes for a connection does. The message says it even when a bundler renamed node-redis's classes.
 const REPLY_CODE = /^[A-Z][A-Z0-9_]+ /
@@ -379,7 +380,7 @@ const PROTOCOL_ERROR = /^ERR Protocol error/
 export function asIoredisError(error: unknown): unknown {
   if (!(error instanceof Error) || error.name === 'ReplyError' || PROTOCOL_ERROR.test(error.message)) return error
   if (!isErrorReply(error) && !REPLY_CODE.test(error.message)) return error
-  return new NodeRedisReplyError(error.message, { cause: error })
+  return new ReplyError(error.message, { cause: error })
 }
 
 function isErrorReply(error: Error): boolean {

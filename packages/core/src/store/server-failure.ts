@@ -18,3 +18,11 @@ export function replyCode(error: unknown): string | undefined {
   if (!(error instanceof Error) || error.name !== 'ReplyError') return undefined
   return /^[A-Z]+/.exec(error.message)?.[0] ?? 'ERR'
 }
+
+/**
+ * An error reply as ioredis makes one (an Error named 'ReplyError' whose message starts with the reply's code): what
+ * fleetlimit makes of node-redis's error replies and of an error the sliding-log script reports for one call.
+ */
+export class ReplyError extends Error {
+  override name = 'ReplyError'
+}

@@ -1,6 +1,7 @@
 import { StoreError } from '../common/errors.js'
 import type { LuaScript } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
+import { ReplyError } from './server-failure.js'
 
 // lua/sliding-log.lua's one argument and its reply, both binary and big-endian (see the script's header). Numbers
 // go as doubles: the script reads them with one struct.unpack, where parsing decimal text costs it more than the
@@ -83,6 +84,18 @@ const REPLY_HEAD = 13
 const REPLY_WINDOW = 25
 
 /**
+ * The length of one call's reply that starts at `at` in a run's reply, for a call of `count` windows: its status
+ * says whether windows follow (-1: none; -2: an error message of `units` bytes).
+ */
+export function replyLength(reply: Buffer, at: number, count: number): number {
+  if (reply.length < at + REPLY_HEAD) return REPLY_HEAD
+  const status = reply.readInt8(at)
+  if (status === -1) return REPLY_HEAD
+  if (status === -2) return REPLY_HEAD + reply.readUInt32BE(at + 9)
+  return REPLY_HEAD + REPLY_WINDOW * count
+}
+
+/**
  * lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed); a window that recorded the
  * call's units says when (`recorded`, the µs a refund names, as `recordedUs` is; 0 there when none were).
  */
@@ -92,6 +105,8 @@ export function readSlidingLog(reply: unknown, count: number) {
   const nowUs = reply.readDoubleBE(1)
   const units = reply.readUInt32BE(9)
   if (status === -1) return { status, nowUs, units, windows: [] }
+  // An error about one of the call's keys, which failed this call alone: its message follows.
+  if (status === -2) throw new ReplyError(reply.toString('utf8', REPLY_HEAD, REPLY_HEAD + units))
   if (reply.length !== REPLY_HEAD + REPLY_WINDOW * count) throw unexpectedReply(reply, slidingLogScript)
   const windows = []
   for (let at = REPLY_HEAD; at < reply.length; at += REPLY_WINDOW) {

@@ -1,0 +1,28 @@
+import type { LuaScript } from '../../packages/core/src/store/script-runner.js'
+
+const TIME_CALL = "local time = redis.call('TIME')"
+// The calls of a run are its ARGV: under the test clock, all but the clock's two.
+const CALL_COUNT = 'local calls = #ARGV\n'
+const EXPIRE_CALL = /redis\.call\('PEXPIRE', [\w.]+, format\('%d', ttl\)\)/g
+
+/**
+ * The script with the server's clock replaced by the test's (the two last arguments: seconds and microseconds), a
+ * test-only copy made here and never shipped. Its PEXPIREs (every one) are left out: a key must not expire on the real clock
+ * while the test's clock stands still (expiry has its own tests).
+ */
+export function withTestClock(script: LuaScript): LuaScript {
+  const expires = script.lua.match(EXPIRE_CALL)?.length ?? 0
+  if (
+    !script.lua.includes(TIME_CALL) ||
+    !script.lua.includes(CALL_COUNT) ||
+    expires === 0 ||
+    expires !== script.lua.split("'PEXPIRE'").length - 1
+  ) {
+    throw new Error(`${script.name}.lua no longer reads the clock as this test expects: update the test`)
+  }
+  const lua = script.lua
+    .replace(TIME_CALL, 'local time = { ARGV[#ARGV - 1], ARGV[#ARGV] }')
+    .replace(CALL_COUNT, 'local calls = #ARGV - 2\n')
+    .replaceAll(EXPIRE_CALL, '-- PEXPIRE left out under the test clock')
+  return { name: `${script.name}-test-clock`, lua, sha1: '0'.repeat(40) }
+}
