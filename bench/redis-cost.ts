@@ -10,6 +10,7 @@ import { memoryStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
 // Internal to core (not in its exports), so by path: the script redisStore runs.
+import { MAX_BATCH } from '../packages/core/src/store/call-batcher.js'
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
 import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
 import { type Argument, encodeCommand, respLoad } from './resp-load.js'
@@ -87,6 +88,10 @@ const median = (values: readonly number[]) => {
   return sorted[Math.floor(sorted.length / 2)] ?? 0
 }
 
+// The calls of one script run in the batched rows: what redisStore sends with this many calls made at once.
+const RUN = MAX_BATCH
+const spreadKey = (s: Scenario) => `${s.key}:${Math.floor(Math.random() * (s.keys ?? 1))}`
+
 // As redisStore calls the script: KEYS[1], then one binary argument (a consume of `cost` units, no deadline).
 const consumeArgs = (limit: number, windowMs: number, cost = 1) => [windowsCall('c', cost, [{ limit, windowMs }])]
 const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl2-${windowMs}:{${key}}`
@@ -115,9 +120,17 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       ...consumeArgs(s.limit, s.windowMs),
     ]
     const counter = (s: Scenario) => (key: string) => ['EVALSHA', counterSha, '1', `counter:{${key}}`, s.windowMs]
+    // As redisStore sends the calls a process makes at once: RUN calls of one script run (on cold keys, RUN keys).
+    const inRuns = (s: Scenario) => (key: string) => {
+      const keys = Array.from({ length: RUN }, (_, i) => (s.keys === undefined || i === 0 ? key : spreadKey(s)))
+      return [
+        ...['EVALSHA', slidingLogScript.sha1, String(RUN), ...keys.map((k) => keyOf(s.windowMs, k))],
+        ...keys.flatMap(() => consumeArgs(s.limit, s.windowMs)),
+      ]
+    }
     const rows = []
     for (const scenario of SCENARIOS) {
-      const samples = { counter: [] as number[], ours: [] as number[] }
+      const samples = { counter: [] as number[], ours: [] as number[], inRuns: [] as number[] }
       for (let round = 0; round < rounds; round++) {
         await client.flushall()
         if (scenario.fill) {
@@ -125,10 +138,25 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         }
         samples.ours.push(await usecPerCall(server.port, client, ours(scenario), scenario, requests))
         samples.counter.push(await usecPerCall(server.port, client, counter(scenario), scenario, requests))
+        if (scenario.fill) {
+          await client.flushall()
+          await fill(client, keyOf(scenario.windowMs, scenario.key), scenario.limit, scenario.windowMs, scenario.fill)
+        }
+        const runs = Math.ceil(requests / RUN)
+        samples.inRuns.push((await usecPerCall(server.port, client, inRuns(scenario), scenario, runs)) / RUN)
       }
       const counterUs = median(samples.counter)
       const oursUs = median(samples.ours)
-      rows.push({ scenario: scenario.name, counterUs, oursUs, ratio: oursUs / counterUs, samples })
+      const inRunsUs = median(samples.inRuns)
+      rows.push({
+        scenario: scenario.name,
+        counterUs,
+        oursUs,
+        ratio: oursUs / counterUs,
+        inRunsUs,
+        inRunsRatio: inRunsUs / counterUs,
+        samples,
+      })
     }
 
     // Memory: every unit its own call (so its own entry: the most a log holds per unit), and calls of 1 000 units.
@@ -175,10 +203,14 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       `Redis time per call: \`INFO commandstats\` usec_per_call of \`evalsha\` after ${requests.toLocaleString('en')} calls`,
       `by bench/resp-load.ts (50 clients, unpipelined, as redis-benchmark sends); median of ${rounds} rounds, the scripts taking turns.`,
       '',
-      '| scenario | `INCR`+`PEXPIRE` script (µs) | lua/sliding-log.lua (µs) | ratio |',
-      '|---|---|---|---|',
+      `The last columns: the same calls in runs of ${RUN} (one EVALSHA with ${RUN} calls, as redisStore sends the calls a`,
+      'process makes at once), Redis time per decision (usec_per_call divided by the calls in a run).',
+      '',
+      `| scenario | \`INCR\`+\`PEXPIRE\` script (µs) | lua/sliding-log.lua (µs) | ratio | in runs of ${RUN}, per decision (µs) | ratio |`,
+      '|---|---|---|---|---|---|',
       ...rows.map(
-        (r) => `| ${r.scenario} | ${r.counterUs.toFixed(2)} | ${r.oursUs.toFixed(2)} | ${r.ratio.toFixed(1)}x |`,
+        (r) =>
+          `| ${r.scenario} | ${r.counterUs.toFixed(2)} | ${r.oursUs.toFixed(2)} | ${r.ratio.toFixed(1)}x | ${r.inRunsUs.toFixed(2)} | ${r.inRunsRatio.toFixed(1)}x |`,
       ),
       '',
       'Memory of one key filled to its limit (`MEMORY USAGE key SAMPLES 0`), window 10 minutes: one unit per call',
