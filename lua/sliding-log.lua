@@ -10,7 +10,7 @@
 --   '>c1dd'     op, units, deadline:
 --     op        'c' consume: record `units` in every enforced window, or in none if one lacks room
 --               'p' peek: decide for `units`, record nothing
---               'l' lease: reserve between `min` and `units` units of KEYS[1] (see below)
+--               'l' lease: reserve between `min` and `units` units of its one key (see below)
 --               'r' release: remove `units` units recorded at a given time from each key
 --               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
 --     units     the cost (c, p), the most units to reserve (l), the units to remove (r), the ms (z)
