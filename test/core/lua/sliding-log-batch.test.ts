@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import type { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
-import { readSlidingLog, replyLength } from '../../../packages/core/src/store/sliding-log-call.js'
+import { readSlidingLog, splitRun } from '../../../packages/core/src/store/sliding-log-call.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { textCall } from '../../support/sliding-log-call.js'
 import { withTestClock } from '../../support/test-clock-script.js'
@@ -57,15 +57,10 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
       calls.flatMap((call) => call.keys.map((k) => keys[k] as string)),
       [...calls.map((call) => textCall(call.args)), ...clockArgs(nowUs)],
     )
-    const parts: Buffer[] = []
-    let at = 0
-    for (const call of calls) {
-      const length = replyLength(reply, at, call.windows)
-      parts.push(reply.subarray(at, at + length))
-      at += length
-    }
-    expect(at, 'the run’s reply is its calls’ replies, nothing more').to.equal(reply.length)
-    return parts
+    return splitRun(
+      reply,
+      calls.map((call) => call.windows),
+    )
   }
 
   it('answers each call and leaves each key exactly as the same calls made one at a time at that instant', async function () {
@@ -120,14 +115,7 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
         textCall(consume.args),
       ],
     )
-    const lengths = [1, 1, 2, 1]
-    const parts: Buffer[] = []
-    let at = 0
-    for (const windows of lengths) {
-      const length = replyLength(reply, at, windows)
-      parts.push(reply.subarray(at, at + length))
-      at += length
-    }
+    const parts = splitRun(reply, [1, 1, 2, 1])
     expect(readSlidingLog(parts[0], 1).windows[0]).to.include({ allowed: true, remaining: 4 })
     for (const failed of [parts[1], parts[2]]) {
       expect(() => readSlidingLog(failed, 1))

@@ -1,6 +1,6 @@
 import type { ScriptRunner } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
-import { replyLength, unexpectedReply } from './sliding-log-call.js'
+import { splitRun } from './sliding-log-call.js'
 
 /** One call of lua/sliding-log.lua: its keys, its binary argument, and the windows its reply holds. */
 interface Call {
@@ -63,15 +63,13 @@ export function createCallBatcher(
       }
       return
     }
-    let at = 0
-    const parts: Buffer[] = []
-    for (const call of calls) {
-      const length = replyLength(reply, at, call.windows)
-      parts.push(reply.subarray(at, at + length))
-      at += length
-    }
-    if (at !== reply.length) {
-      const error = unexpectedReply(reply, slidingLogScript)
+    let parts: Buffer[]
+    try {
+      parts = splitRun(
+        reply,
+        calls.map((call) => call.windows),
+      )
+    } catch (error) {
       for (const call of calls) call.reject(error)
       return
     }

@@ -84,15 +84,24 @@ const REPLY_HEAD = 13
 const REPLY_WINDOW = 25
 
 /**
- * The length of one call's reply that starts at `at` in a run's reply, for a call of `count` windows: its status
- * says whether windows follow (-1: none; -2: an error message of `units` bytes).
+ * A run's reply cut into its calls' replies, for calls of `windows[i]` windows each: each call's status says whether
+ * windows follow (-1: none; -2: an error message of `units` bytes). A StoreError when the lengths do not add up.
  */
-export function replyLength(reply: Buffer, at: number, count: number): number {
-  if (reply.length < at + REPLY_HEAD) return REPLY_HEAD
-  const status = reply.readInt8(at)
-  if (status === -1) return REPLY_HEAD
-  if (status === -2) return REPLY_HEAD + reply.readUInt32BE(at + 9)
-  return REPLY_HEAD + REPLY_WINDOW * count
+export function splitRun(reply: Buffer, windows: readonly number[]): Buffer[] {
+  const parts: Buffer[] = []
+  let at = 0
+  for (const count of windows) {
+    let length = REPLY_HEAD
+    if (reply.length >= at + REPLY_HEAD) {
+      const status = reply.readInt8(at)
+      if (status === -2) length += reply.readUInt32BE(at + 9)
+      else if (status !== -1) length += REPLY_WINDOW * count
+    }
+    parts.push(reply.subarray(at, at + length))
+    at += length
+  }
+  if (at !== reply.length) throw unexpectedReply(reply, slidingLogScript)
+  return parts
 }
 
 /**
