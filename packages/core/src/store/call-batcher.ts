@@ -46,12 +46,17 @@ export function createCallBatcher(
       runner.runBuffer(slidingLogScript, only.keys, [only.bytes]).then(only.resolve, only.reject)
       return
     }
-    let reply: Buffer
+    let parts: Buffer[]
     try {
-      reply = await runner.runBuffer(
+      const keys = calls.flatMap((call) => call.keys)
+      const reply = await runner.runBuffer(
         slidingLogScript,
-        calls.flatMap((call) => call.keys),
+        keys,
         calls.map((call) => call.bytes),
+      )
+      parts = splitRun(
+        reply,
+        calls.map((call) => call.windows),
       )
     } catch (error) {
       // Refused before it ran (NOPERM: a key the ACL user may not touch): nothing was recorded, so each call goes
@@ -61,16 +66,6 @@ export function createCallBatcher(
       } else {
         for (const call of calls) call.reject(error)
       }
-      return
-    }
-    let parts: Buffer[]
-    try {
-      parts = splitRun(
-        reply,
-        calls.map((call) => call.windows),
-      )
-    } catch (error) {
-      for (const call of calls) call.reject(error)
       return
     }
     for (const [i, call] of calls.entries()) call.resolve(parts[i] as Buffer)
