@@ -20,12 +20,11 @@ export interface CallBatcher {
 export const MAX_BATCH = 16
 
 /**
- * Gathers the calls of lua/sliding-log.lua made in one turn of the event loop into script runs per group (on a
- * Cluster, per slot: a run's keys must share one). A group's first call of a turn goes at once, alone; the calls
- * after it go in runs of up to `maxBatch`, once the turn's callbacks have run (setImmediate). Under load a process
- * makes many decisions at once, and then they cost one round trip, one write and one TIME where they cost one
- * each; a call made alone goes as soon as ever. The script decides each call as if it were made alone and reports
- * an error about one call's key in that call's reply, so one tenant's broken key fails its own calls.
+ * Gathers the calls of lua/sliding-log.lua made in one turn of the event loop into one script run per group (on a
+ * Cluster, per slot: a run's keys must share one), sent once the turn's callbacks have run (setImmediate). Under
+ * load a process makes many decisions at once, and then they cost one round trip, one write and one TIME where
+ * they cost one each; a call made alone goes alone. The script decides each call as if it were made alone
+ * and reports an error about one call's key in that call's reply, so one tenant's broken key fails its own calls.
  */
 export function createCallBatcher(
   runner: ScriptRunner,
@@ -33,13 +32,10 @@ export function createCallBatcher(
   maxBatch = MAX_BATCH,
 ): CallBatcher {
   const waiting = new Map<string, Call[]>()
-  // The groups whose first call of this turn has gone.
-  const leading = new Set<string>()
   let scheduled = false
 
   const flush = () => {
     scheduled = false
-    leading.clear()
     for (const calls of waiting.values()) void send(calls)
     waiting.clear()
   }
@@ -79,27 +75,18 @@ export function createCallBatcher(
     run(keys, bytes, windows) {
       return new Promise<Buffer>((resolve, reject) => {
         const group = groupOf(keys[0] ?? '')
-        const call = { keys, bytes, windows, resolve, reject }
-        if (!scheduled) {
-          scheduled = true
-          setImmediate(flush)
-        }
-        // The turn's first call to a group goes at once, so that the server works on it while this process still
-        // makes the turn's other calls, which follow it in runs.
-        if (!leading.has(group)) {
-          leading.add(group)
-          void send([call])
-          return
-        }
         let calls = waiting.get(group)
         if (!calls) {
           calls = []
           waiting.set(group, calls)
         }
-        calls.push(call)
+        calls.push({ keys, bytes, windows, resolve, reject })
         if (calls.length >= maxBatch) {
           waiting.delete(group)
           void send(calls)
+        } else if (!scheduled) {
+          scheduled = true
+          setImmediate(flush)
         }
       })
     },
