@@ -119,7 +119,7 @@ async function redisBenchmark(port: number, sha: string, requests: number, pipel
   const clients = 50
   // As redisStore calls it: KEYS[1] the key, then one binary argument (a consume of one unit, no deadline).
   const call = windowsCall('c', 1, [{ limit: LIMIT, windowMs: WINDOW_MS }])
-  const command = encodeCommand(['EVALSHA', sha, 1, 'fleetlimit:bench~sl2-60000:{redis-benchmark}', call])
+  const command = encodeCommand(['EVALSHA', sha, 1, 'fleetlimit:bench~sl3-60000:{redis-benchmark}', call])
   const { perSecond } = await respLoad({ port, requests, clients, pipeline, command })
   return { pipeline, clients, requests, perSecond }
 }

@@ -21,7 +21,7 @@ export interface LoadOptions {
 }
 
 const FULL = { freshCalls: 2_000, warmCalls: 16_000, blockedCalls: 2_000, trials: 3 }
-const KEY = (tenant: string) => `fleetlimit:1000000000-per-60000ms~sl2-60000:{${tenant}}`
+const KEY = (tenant: string) => `fleetlimit:1000000000-per-60000ms~sl3-60000:{${tenant}}`
 const quiet = { warn() {} }
 
 interface Row extends BurstResult {
@@ -62,7 +62,7 @@ async function pausedLeases(client: Redis, pauser: Redis, trial: number) {
       ),
     )
   ).reduce((a: number, b: number) => a + b, 0)
-  const held = await Promise.all(tenants.map((t) => logUnits(client, `fleetlimit:upstream~sl2-60000:{${t}}`)))
+  const held = await Promise.all(tenants.map((t) => logUnits(client, `fleetlimit:upstream~sl3-60000:{${t}}`)))
   return { failed, unitsHeld: held.reduce((a, b) => a + b, 0) }
 }
 

@@ -94,7 +94,7 @@ const spreadKey = (s: Scenario) => `${s.key}:${Math.floor(Math.random() * (s.key
 
 // As redisStore calls the script: KEYS[1], then one binary argument (a consume of `cost` units, no deadline).
 const consumeArgs = (limit: number, windowMs: number, cost = 1) => [windowsCall('c', cost, [{ limit, windowMs }])]
-const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl2-${windowMs}:{${key}}`
+const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl3-${windowMs}:{${key}}`
 
 /** `calls` consumes of `cost` on one key, pipelined by a thousand. */
 async function fill(client: Redis, key: string, limit: number, windowMs: number, calls: number, cost = 1) {

@@ -19,7 +19,7 @@
 --               once denied, the key is held that long; 0 for none), shadow (1 for a shadow window, several
 --               windows only: see below)
 --   then (l only) '>ddd': min (the fewest units worth it), waitFor (on denial, the wait reported is until this
---               many fit), ttl (ms: the lease's units may be used until now + ttl)
+--               many fit), ttl (ms: the lease's units may be used until now + ttl; at most the window)
 --   or per key (r) '>dd': the time its units were recorded at (server µs: a reply's recordedUs), its window (ms)
 --
 -- Reply: one binary string, big-endian: each call's reply, call after call: '>bdI4', then '>bI4I6I6d' per window
@@ -35,8 +35,10 @@
 --   empty), recordedUs_i (the time this call's units were recorded at, in µs, which a release names; 0 when
 --   none were)
 --
--- The log. A string: entries of 10 bytes ('>I6I4': time in µs since the log's base, and the running total of
--- units through this entry, modulo 2^32), oldest first, then an 85-byte header:
+-- The log. A string: entries of 9 bytes ('>I5I4': time in µs since the log's base, and the running total of
+-- units through this entry, modulo 2^32), oldest first, then an 85-byte header. A window longer than 2^37 µs
+-- (about 38 hours) keeps times in 6 bytes: its entries are 10 bytes ('>I6I4'). A key's window is in its name, so
+-- a key keeps one entry size all its life.
 --   '>dI4I4I4I4I6I6dB' base (server µs), n (entries), head (entries before it are out of every window), cum0
 --   (running total before head), total (running total through the newest entry), newest (its time), expires
 --   (when the key's TTL ends, as last set), hold (server µs until which every call is denied: a block or a
@@ -48,7 +50,9 @@
 -- Units are recorded at max(now, newest): a lease's units are recorded at its expiry, in the future, and a call
 -- made while such a lease is out is recorded at that time too, counting a little longer than it needs (never
 -- shorter), so entries stay in time order and the window never holds more than the limit.
--- Entries out of the window are skipped by `head` and dropped by a rewrite once they outnumber the live ones.
+-- Entries out of the window are skipped by `head` and dropped by a rewrite once they outnumber the live ones, or
+-- once the base is older than 2^38 µs (2^46 µs with 6-byte times), when the rewrite also moves the base to the
+-- oldest live entry: a time then stays under 2^38 µs + the longest lease, well inside 5 bytes.
 -- The key's TTL is set one window beyond the newest entry's exit (and past its hold), so PEXPIRE runs once a
 -- window, not per call. A held key with no entry is a header alone (n = 0).
 --
@@ -65,19 +69,19 @@
 -- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
 -- maxmemory, as it refuses any write, instead of letting its writes through.
 
-local E, H, K = 10, 85, 4
+local H, K = 85, 4
 local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 -- The header to its first cached entry, then the other three: a hot key's denial needs only the first part.
 local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
 -- The call (see ARGV[1] above).
 local CALL, WINDOW, LEASE = '>c1dd', '>dddB', '>dddBddd'
-local ENTRY = '>I6I4'
--- An entry and the header after it: what an admission writes.
-local ENTRY_HEADER = '>I6I4dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
+-- Entries: 9 bytes, or 10 for a window over NARROW µs, and an entry with the header after it (what an admission
+-- writes); past REBASE µs, a rewrite moves the base.
+local NARROW, NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE =
+  2 ^ 37, 9, '>I5I4', '>I5I4dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4', 2 ^ 38
+local WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE = 10, '>I6I4', '>I6I4dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4', 2 ^ 46
 local REPLY = '>bdI4bI4I6I6d'
 local M32 = 4294967296
--- A log's times are µs since its base in 6 bytes; past this age, a rewrite moves the base.
-local REBASE_AFTER = 2 ^ 46
 -- A release rewrites the entries recorded after the one it changes: at most this many.
 local MAX_RELEASE_TAIL = 2000
 local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
@@ -151,7 +155,7 @@ for i = 1, calls do
       end
       local total1 = units % M32
       local ttl = ceil(2 * window / 1000)
-      redis.call('SET', key, pack(ENTRY_HEADER, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1,
+      redis.call('SET', key, pack(window <= NARROW and NARROW_ENTRY_HEADER or WIDE_ENTRY_HEADER, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1,
         0, 0, 0, 0, 0, 0))
       redis.call('PEXPIRE', key, format('%d', ttl))
       reply = pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
@@ -163,13 +167,16 @@ for i = 1, calls do
         head, cum0, kc = head + 1, c1, kc - 1
         t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
       end
-      local fast = true
+      local fast, e, entry, entry_header, rebase = true, WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE
+      if window <= NARROW then
+        e, entry, entry_header, rebase = NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE
+      end
       if kc == 0 then
         local count = math.min(2 * K, n - head)
-        local chunk = redis.call('GETRANGE', key, format('%d', head * E), format('%d', (head + count) * E - 1))
+        local chunk = redis.call('GETRANGE', key, format('%d', head * e), format('%d', (head + count) * e - 1))
         local pos, t, c = 1, nil, nil
         for _ = 1, count do
-          t, c, pos = unpack(ENTRY, chunk, pos)
+          t, c, pos = unpack(entry, chunk, pos)
           if kc == 0 and t <= edge then
             head, cum0 = head + 1, c
           elseif kc == 0 then
@@ -192,7 +199,7 @@ for i = 1, calls do
           reply = pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
           break
         end
-        if not ((head >= 64 and head * 2 > n) or rel > REBASE_AFTER) then
+        if not ((head >= 64 and head * 2 > n) or rel > rebase) then
           local ts = math.max(rel, newest)
           total = (total + units) % M32
           if ts == newest then
@@ -227,7 +234,7 @@ for i = 1, calls do
             expires = rel + ttl * 1000
             redis.call('PEXPIRE', key, format('%d', ttl))
           end
-          redis.call('SETRANGE', key, format('%d', (n - 1) * E), pack(ENTRY_HEADER, ts, total, base, n, head, cum0,
+          redis.call('SETRANGE', key, format('%d', (n - 1) * e), pack(entry_header, ts, total, base, n, head, cum0,
             total, ts, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
           reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
           break
@@ -258,21 +265,26 @@ for i = 1, calls do
       -- makes its closures (their upvalues cost a hot denial more than the rest of its work). It returns call A's
       -- reply; its keys are KEYS[k] to KEYS[k + nk - 1].
       general = (function()
+        -- A log's entry size and format, and the age of its base past which a rewrite moves it.
+        local NARROW_FORM = { e = NARROW_E, entry = NARROW_ENTRY, rebase = NARROW_REBASE }
+        local WIDE_FORM = { e = WIDE_E, entry = WIDE_ENTRY, rebase = WIDE_REBASE }
+
         -- Entries from..from+count-1 of a log's body: their times and running totals.
-        local function entries_at(key, from, count)
-          local raw = redis.call('GETRANGE', key, format('%d', from * E), format('%d', (from + count) * E - 1))
-          local ts, cum, pos = {}, {}, 1
+        local function entries_at(log, from, count)
+          local e = log.form.e
+          local raw = redis.call('GETRANGE', log.key, format('%d', from * e), format('%d', (from + count) * e - 1))
+          local ts, cum, pos, entry = {}, {}, 1, log.form.entry
           for i = 1, count do
-            ts[i], cum[i], pos = unpack(ENTRY, raw, pos)
+            ts[i], cum[i], pos = unpack(entry, raw, pos)
           end
           return ts, cum
         end
 
         -- The first entry in [lo, hi] for which `after(ts, cum)` holds (it holds for hi): a binary search by GETRANGE.
-        local function search(key, lo, hi, after)
+        local function search(log, lo, hi, after)
           while lo < hi do
             local mid = math.floor((lo + hi) / 2)
-            local ts, cum = entries_at(key, mid, 1)
+            local ts, cum = entries_at(log, mid, 1)
             if after(ts[1], cum[1]) then
               hi = mid
             else
@@ -285,14 +297,16 @@ for i = 1, calls do
         -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
         -- Times in the log (and `now` here) are µs since its base; `hold` is server µs. `exists`: the key holds a log.
         local function open(key, window)
+          local form = window <= NARROW and NARROW_FORM or WIDE_FORM
           local raw = redis.call('GETRANGE', key, '-85', '-1')
           if #raw ~= H then
-            return { key = key, window = window, n = 0, used = 0, hold = 0, exists = false }
+            return { key = key, window = window, form = form, n = 0, used = 0, hold = 0, exists = false }
           end
           local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
           local log = {
             key = key,
             window = window,
+            form = form,
             exists = true,
             base = base,
             n = n,
@@ -325,7 +339,7 @@ for i = 1, calls do
               local from = head + kc
               local before = kc > 0 and cum[kc] or cum0
               local count = math.min(2 * K, n - from)
-              local cts, ccum = entries_at(key, from, count)
+              local cts, ccum = entries_at(log, from, count)
               local first = 1
               while cts[first] <= edge do
                 before = ccum[first]
@@ -335,10 +349,10 @@ for i = 1, calls do
                 end
               end
               if first > count then
-                from = search(key, from + count, n - 1, function(t)
+                from = search(log, from + count, n - 1, function(t)
                   return t > edge
                 end)
-                cts, ccum = entries_at(key, from - 1, math.min(K, n - from) + 1)
+                cts, ccum = entries_at(log, from - 1, math.min(K, n - from) + 1)
                 before = table.remove(ccum, 1)
                 table.remove(cts, 1)
                 first = 1
@@ -384,10 +398,10 @@ for i = 1, calls do
                 end
               end
               if at == nil then
-                local found = search(log.key, log.head + log.kc, log.n - 1, function(_, cum)
+                local found = search(log, log.head + log.kc, log.n - 1, function(_, cum)
                   return (cum - cum0) % M32 >= nth
                 end)
-                at = entries_at(log.key, found, 1)[1]
+                at = entries_at(log, found, 1)[1]
               end
               allowed, retry = 0, ceil((at + window - rel) / 1000)
             end
@@ -421,14 +435,15 @@ for i = 1, calls do
             log.hold, log.ts, log.cum = hold, { ts, 0, 0, 0 }, { total, 0, 0, 0 }
             local ttl = ceil(math.max(ts + 2 * window, hold - now) / 1000)
             log.expires = ttl * 1000
-            redis.call('SET', log.key, pack(ENTRY, ts, total) .. header(log))
+            redis.call('SET', log.key, pack(log.form.entry, ts, total) .. header(log))
             redis.call('PEXPIRE', log.key, format('%d', ttl))
             return at
           end
           local ts = math.max(at - log.base, log.newest)
           local n, head, kc = log.n, log.head, log.kc
+          local e, entry, rebase = log.form.e, log.form.entry, log.now > log.form.rebase
           -- Out-of-window entries outnumber the live ones (or the base is old): rewrite the log without them.
-          local compact = (head >= 64 and head * 2 > n) or log.now > REBASE_AFTER
+          local compact = (head >= 64 and head * 2 > n) or rebase
           local merge = ts == log.newest
           log.total = (log.total + count) % M32
           log.newest = ts
@@ -444,7 +459,7 @@ for i = 1, calls do
             end
             n = n + 1
           end
-          local last = pack(ENTRY, ts, log.total)
+          local last = pack(entry, ts, log.total)
           if log.expires < ts + window then
             local ttl = ceil((math.max(ts + 2 * window, live_hold(log) - log.base) - log.now) / 1000)
             log.expires = log.now + ttl * 1000
@@ -452,19 +467,19 @@ for i = 1, calls do
           end
           if not compact then
             log.n = n
-            redis.call('SETRANGE', log.key, format('%d', (n - 1) * E), last .. header(log))
+            redis.call('SETRANGE', log.key, format('%d', (n - 1) * e), last .. header(log))
             return log.base + ts
           end
-          local body = redis.call('GETRANGE', log.key, format('%d', head * E), format('%d', (log.n - (merge and 1 or 0)) * E - 1))
+          local body = redis.call('GETRANGE', log.key, format('%d', head * e), format('%d', (log.n - (merge and 1 or 0)) * e - 1))
           log.n, log.head = n - head, 0
-          if log.now > REBASE_AFTER then
+          if rebase then
             -- Rare (a log written to for years): times move to a new base, the oldest live entry's, entry by entry.
             local shift, parts, pos = log.ts[1], {}, 1
             body = body .. last
             for i = 1, log.n do
               local t, c
-              t, c, pos = unpack(ENTRY, body, pos)
-              parts[i] = pack(ENTRY, math.max(0, t - shift), c)
+              t, c, pos = unpack(entry, body, pos)
+              parts[i] = pack(entry, math.max(0, t - shift), c)
             end
             body, last = table.concat(parts), ''
             for i = 1, log.kc do
@@ -497,7 +512,7 @@ for i = 1, calls do
             log.expires = log.now + ttl * 1000
             redis.call('PEXPIRE', log.key, format('%d', ttl))
           end
-          redis.call('SETRANGE', log.key, format('%d', log.n * E), header(log))
+          redis.call('SETRANGE', log.key, format('%d', log.n * log.form.e), header(log))
         end
 
         return function(A, k, nk, op, units, cursor)
@@ -515,13 +530,13 @@ for i = 1, calls do
               local recorded, removed = times[j], 0
               local ts = log.n > 0 and recorded - log.base
               if ts and ts > log.now - log.window and ts <= log.newest then
-                local first = search(log.key, log.head, log.n - 1, function(t)
+                local first = search(log, log.head, log.n - 1, function(t)
                   return t >= ts
                 end)
                 local from = math.max(first - 1, 0)
                 local tss, cums = {}, {}
                 if log.n - first <= MAX_RELEASE_TAIL then
-                  tss, cums = entries_at(log.key, from, log.n - from)
+                  tss, cums = entries_at(log, from, log.n - from)
                 end
                 local i = first - from + 1
                 if tss[i] == ts then
@@ -532,7 +547,7 @@ for i = 1, calls do
                   -- Every running total from that entry on drops by the units removed, in the body and in the cache.
                   local parts = {}
                   for e = i, #tss do
-                    parts[#parts + 1] = pack(ENTRY, tss[e], (cums[e] - removed) % M32)
+                    parts[#parts + 1] = pack(log.form.entry, tss[e], (cums[e] - removed) % M32)
                   end
                   for e = 1, log.kc do
                     if log.head + e - 1 >= first then
@@ -540,7 +555,7 @@ for i = 1, calls do
                     end
                   end
                   log.total = (log.total - removed) % M32
-                  redis.call('SETRANGE', log.key, format('%d', first * E), table.concat(parts) .. header(log))
+                  redis.call('SETRANGE', log.key, format('%d', first * log.form.e), table.concat(parts) .. header(log))
                 end
               end
               most = math.max(most, removed)
@@ -564,6 +579,8 @@ for i = 1, calls do
           if op == 'l' then
             -- Reserves between `min` and `units` units, recorded at the lease's expiry.
             local limit, window, _, _, min, wait_for, ttl = unpack(LEASE, A, cursor)
+            -- A lease lasts at most its window (a longer one is cut to it), so a time fits its entry.
+            ttl = math.min(ttl, window)
             local log = open(KEYS[k], window * 1000)
             local available = limit - log.used
             if available >= min and live_hold(log) == 0 then

@@ -126,7 +126,7 @@ describe('adapters', () => {
         expect(denied.status).to.equal(429)
         expect(JSON.parse(denied.body)['violated-policies']).to.deep.equal(['search'])
         expect(
-          await logUnits(redis, `${prefix}:global~sl2-60000:{t1}`),
+          await logUnits(redis, `${prefix}:global~sl3-60000:{t1}`),
           'the denial was not counted globally',
         ).to.equal(2)
         expect((await app.request('GET', '/users/1?t=t1')).status, 'the global window has one left').to.equal(200)

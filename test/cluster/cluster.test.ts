@@ -145,7 +145,7 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     let i = 0
     while (keySlot(`{hot-${i}}`) !== lowestSlot) i++
     const tenant = `hot-${i}`
-    expect(await cluster.cli('cluster', 'keyslot', `${prefix}:200-per-2000ms~sl2-2000:{${tenant}}`)).to.include(
+    expect(await cluster.cli('cluster', 'keyslot', `${prefix}:200-per-2000ms~sl3-2000:{${tenant}}`)).to.include(
       String(lowestSlot),
     )
     const to = (await cluster.masterOf(16_383)).id
@@ -169,7 +169,7 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     running = false
     await load
     expect((await cluster.masterOf(lowestSlot)).id, 'the hot key’s slot moved').to.equal(to)
-    expect(await client.exists(`${prefix}:200-per-2000ms~sl2-2000:{${tenant}}`), 'the window moved with it').to.equal(1)
+    expect(await client.exists(`${prefix}:200-per-2000ms~sl3-2000:{${tenant}}`), 'the window moved with it').to.equal(1)
     expect(errors).to.deep.equal([])
     expect(admitted.length).to.be.at.least(200)
     // Noted on this process's clock after each answer: allow 5 ms of it.

@@ -97,7 +97,7 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
       // The replica holds the window before the primary dies (WAIT: acknowledged by one replica).
       expect(await client.call('WAIT', 1, 5_000)).to.equal(1)
       const replicaClient = new Redis({ port: replica.port })
-      expect(await logUnits(replicaClient, 'sentinel:1000-per-60000ms~sl2-60000:{t}')).to.equal(5)
+      expect(await logUnits(replicaClient, 'sentinel:1000-per-60000ms~sl3-60000:{t}')).to.equal(5)
       await primary.stop()
       const killedAt = performance.now()
       let decision = await limiter.consume('t')
@@ -109,7 +109,7 @@ describe('Sentinel: a primary, a replica and three sentinels, started by the tes
       const role = (await replicaClient.role())[0]
       expect(role, 'the replica was promoted').to.equal('master')
       expect(
-        await logUnits(replicaClient, 'sentinel:1000-per-60000ms~sl2-60000:{t}'),
+        await logUnits(replicaClient, 'sentinel:1000-per-60000ms~sl3-60000:{t}'),
         'the window survived the failover',
       ).to.be.at.least(6)
       replicaClient.disconnect()

@@ -38,12 +38,12 @@ describe('no single call can freeze Redis: the work of one decision does not gro
   it('a sliding-log cost of 3,500,000 is one entry of the log: exact remaining and wait, whatever the cost', async () => {
     const prefix = uniquePrefix()
     const limiter = bytesPerHour(prefix, 'sliding-log')
-    const key = `${prefix}:bytes~sl2-3600000:{t}`
+    const key = `${prefix}:bytes~sl3-3600000:{t}`
     expect((await limiter.consume('t', { cost: 3_500_000 })).remaining).to.equal(1e9 - 3_500_000)
     expect((await limiter.consume('t', { cost: 996_000_000 })).remaining).to.equal(500_000)
     expect(await logUnits(redis, key)).to.equal(999_500_000)
-    // Two entries of 10 bytes and the 85-byte header, where a sorted set held one member per unit.
-    expect(await redis.strlen(key)).to.equal(2 * 10 + 85)
+    // Two entries of 9 bytes and the 85-byte header, where a sorted set held one member per unit.
+    expect(await redis.strlen(key)).to.equal(2 * 9 + 85)
     const denied = await limiter.consume('t', { cost: 600_000 })
     expect(denied).to.include({ allowed: false, remaining: 500_000 })
     expect(denied.retryAfterMs, 'the first call must leave the window').to.be.within(3_599_000, 3_600_000)
@@ -56,7 +56,7 @@ describe('no single call can freeze Redis: the work of one decision does not gro
     expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_OPTION')).to.equal(true)
     expect(error?.option).to.equal('cost')
     expect(error?.message).to.include('1000000000')
-    expect(await redis.exists(`${prefix}:bytes~sl2-3600000:{t}`)).to.equal(0)
+    expect(await redis.exists(`${prefix}:bytes~sl3-3600000:{t}`)).to.equal(0)
   })
 
   it('the bucketed algorithm takes any cost up to the limit, in one counter', async () => {
@@ -74,8 +74,8 @@ describe('no single call can freeze Redis: the work of one decision does not gro
     expect((await limiter.consume('t', { cost: 1_500_000 })).allowed).to.equal(true)
     const denied = await limiter.consume('t', { cost: 1_000_000 })
     expect(denied).to.include({ allowed: false, policy: 'b' })
-    expect(await logUnits(redis, `${prefix}:a~sl2-60000:{t}`)).to.equal(1_500_000)
-    expect(await redis.strlen(`${prefix}:b~sl2-3600000:{t}`)).to.equal(10 + 85)
+    expect(await logUnits(redis, `${prefix}:a~sl3-60000:{t}`)).to.equal(1_500_000)
+    expect(await redis.strlen(`${prefix}:b~sl3-3600000:{t}`)).to.equal(9 + 85)
     expect((await errorOf(() => limiter.consume('t', { cost: 2_000_001 })))?.option).to.equal('cost')
   })
 
@@ -88,9 +88,9 @@ describe('no single call can freeze Redis: the work of one decision does not gro
       local: { lease: 150_000, leaseTtlMs: 20 },
     })
     expect((await limiter.consume('t')).source).to.equal('store')
-    const key = `${prefix}:1500000-per-60000ms~sl2-60000:{t}`
+    const key = `${prefix}:1500000-per-60000ms~sl3-60000:{t}`
     expect(await logUnits(redis, key)).to.equal(150_000)
-    expect(await redis.strlen(key)).to.equal(10 + 85)
+    expect(await redis.strlen(key)).to.equal(9 + 85)
     for (let i = 0; i < 200 && limiter.stats().returnedUnits === 0; i++) await sleep(10)
     expect(await logUnits(redis, key), 'all but the unit used').to.equal(1)
   })

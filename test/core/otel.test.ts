@@ -91,7 +91,7 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
       expect(await sources(search, 'tenant-a', 2)).to.deep.equal(['allowed store', 'allowed store'])
 
       // An error reply (a key of the wrong type), then a missed deadline (a frozen server): each sent, each failed.
-      await redis.client.hset('fleetlimit:api~sl2-60000:{tenant-b}', 'not', 'a log')
+      await redis.client.hset('fleetlimit:api~sl3-60000:{tenant-b}', 'not', 'a log')
       expect(await sources(api, 'tenant-b', 1)).to.deep.equal(['allowed fallback'])
       redis.server.freeze()
       expect(await sources(api, 'tenant-c', 1)).to.deep.equal(['allowed fallback'])

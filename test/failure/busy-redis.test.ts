@@ -7,7 +7,7 @@ import { clientKinds, type TestClient } from '../support/redis.js'
 
 const quiet = { warn() {}, info() {} }
 /** The Redis key of tenant 'tenant' under a policy of 1 000 000 a minute. */
-const TENANT_KEY = 'fleetlimit:1000000-per-60000ms~sl2-60000:{tenant}'
+const TENANT_KEY = 'fleetlimit:1000000-per-60000ms~sl3-60000:{tenant}'
 
 /** Blocks this process's event loop, as a long synchronous handler would. */
 function blockEventLoop(ms: number): void {
@@ -99,7 +99,7 @@ for (const kind of clientKinds) {
         expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
         expect(limiter.stats()).to.include({ allowed: 1, timeouts: 20 })
         // Sent after the limiter's calls on the same connection: answered once the paused scripts have run.
-        expect(await unitsIn('fleetlimit:1000-per-60000ms~sl2-60000:{tenant}')).to.equal(1)
+        expect(await unitsIn('fleetlimit:1000-per-60000ms~sl3-60000:{tenant}')).to.equal(1)
       } finally {
         pauser.disconnect()
       }
@@ -121,7 +121,7 @@ for (const kind of clientKinds) {
         const tenants = ['a', 'b', 'c', 'd', 'e']
         const outcomes = await Promise.all(tenants.map((t) => outcome(limiter.consume(t))))
         expect(outcomes.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
-        const held = await Promise.all(tenants.map((t) => unitsIn(`fleetlimit:upstream~sl2-60000:{${t}}`)))
+        const held = await Promise.all(tenants.map((t) => unitsIn(`fleetlimit:upstream~sl3-60000:{${t}}`)))
         expect(held).to.deep.equal([0, 0, 0, 0, 0])
       } finally {
         pauser.disconnect()
@@ -138,7 +138,7 @@ for (const kind of clientKinds) {
       const store = redisStore(at.tested.client)
       const api = createRateLimiter({ store, name: 'api', limit: 100, window: '1m', logger: quiet })
       const search = createRateLimiter({ store, name: 'search', limit: 100, window: '1m', logger: quiet })
-      await redis.client.hset('fleetlimit:api~sl2-60000:{broken}', 'not', 'a log')
+      await redis.client.hset('fleetlimit:api~sl3-60000:{broken}', 'not', 'a log')
       const broken = await Promise.all(Array.from({ length: 8 }, () => outcome(api.consume('broken'))))
       expect(broken.every((o) => isFleetlimitError(o, 'ERR_FLEETLIMIT_STORE'))).to.equal(true)
       expect(String((broken[0] as StoreError).cause)).to.match(/^ReplyError: WRONGTYPE/)

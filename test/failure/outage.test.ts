@@ -159,7 +159,7 @@ for (const kind of clientKinds) {
 
     it('error replies (a key of the wrong type, a read-only replica) are store errors, counted', async () => {
       const { limiter, events } = limiterOn({ name: 'api', onStoreError: 'fail-open', fallback: { limit: 5 } })
-      await redis.client.hset('fleetlimit:api~sl2-10000:{tenant}', 'not', 'a log')
+      await redis.client.hset('fleetlimit:api~sl3-10000:{tenant}', 'not', 'a log')
       const wrongType = await decideMany(limiter, 2, 1)
       expect(wrongType.decisions.map((d) => d.source)).to.deep.equal(['fallback', 'fallback'])
       expect(limiter.stats()).to.include({ storeErrors: 2, timeouts: 0, degraded: 2 })

@@ -219,3 +219,17 @@ export function modelSteps(maxLength: number) {
 
 /** Two limits (or two windows in ms) of the two windows a schedule runs on: 1 to 1 000 each. */
 export const modelPair = () => fc.tuple(fc.integer({ min: 1, max: 1_000 }), fc.integer({ min: 1, max: 1_000 }))
+
+/**
+ * Two windows in ms: mostly 1 to 1 000, sometimes about 38 hours, on either side of 2^37 µs, where
+ * lua/sliding-log.lua's entries go from 9 to 10 bytes (schedules scale their steps to the window, so such a log's
+ * base also grows old enough to be moved).
+ */
+export const modelWindows = () =>
+  fc.oneof(
+    { weight: 3, arbitrary: modelPair() },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(fc.constantFrom(137_438_953, 137_438_954), fc.constantFrom(137_438_953, 137_438_954)),
+    },
+  )

@@ -125,7 +125,7 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
     expect(readSlidingLog(parts[3], 1).windows[0]).to.include({ allowed: true, remaining: 3 })
     expect(await redis.hgetall(broken)).to.deep.equal({ not: 'a log' })
     // The two-window call named a good key too: it recorded nothing there.
-    expect(await redis.strlen(good), 'two admissions at one instant: one entry').to.equal(10 + 85)
+    expect(await redis.strlen(good), 'two admissions at one instant: one entry').to.equal(9 + 85)
   })
 
   it('a call past its deadline records nothing; the others in its run are decided as usual', async () => {

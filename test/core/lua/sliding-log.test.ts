@@ -66,7 +66,7 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     expect(await logUnits(redis, key), 'a denial adds nothing').to.equal(5)
   })
 
-  it('counts a thousand concurrent calls exactly: one entry per distinct microsecond, 10 bytes each', async () => {
+  it('counts a thousand concurrent calls exactly: one entry per distinct microsecond, 9 bytes each', async () => {
     const replies = await Promise.all(Array.from({ length: 1000 }, () => call(2000, 60_000)))
     expect(replies.every((r) => r.allowed === 1)).to.equal(true)
     expect(await logUnits(redis, key)).to.equal(1000)
@@ -74,7 +74,25 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     expect(remaining[0]).to.equal(1000)
     expect(new Set(remaining).size).to.equal(1000)
     const instants = new Set(replies.map((r) => r.recordedUs)).size
-    expect(await redis.strlen(key)).to.equal(instants * 10 + 85)
+    expect(await redis.strlen(key)).to.equal(instants * 9 + 85)
+  })
+
+  it('a window over 2^37 µs (about 38 hours) keeps 10-byte entries; one up to it, 9-byte entries', async () => {
+    for (const [windowMs, entryBytes] of [
+      [137_438_953, 9],
+      [137_438_954, 10],
+    ] as const) {
+      key = `${uniquePrefix()}:k`
+      const admitted = []
+      for (let i = 0; i < 3; i++) admitted.push(await call(3, windowMs))
+      const instants = new Set(admitted.map((r) => r.recordedUs)).size
+      expect(await redis.strlen(key), `${windowMs} ms`).to.equal(instants * entryBytes + 85)
+      expect(await logUnits(redis, key)).to.equal(3)
+      const denied = await call(3, windowMs)
+      const oldest = admitted[0]?.recordedUs as number
+      expect(denied).to.include({ allowed: 0, remaining: 0 })
+      expect(denied.retryAfterMs).to.equal(Math.ceil((oldest + windowMs * 1000 - denied.nowUs) / 1000))
+    }
   })
 
   it('keeps a hot key exact across many windows: out-of-window entries are dropped by a rewrite', async function () {
@@ -89,7 +107,7 @@ describe('lua/sliding-log.lua on a real Redis', () => {
       if (i % 50 === 0) largest = Math.max(largest, await redis.strlen(key))
     }
     expect(await logUnits(redis, key), 'only the last window’s units are held').to.be.below(3_000)
-    expect(largest, 'the log holds at most about twice a window’s entries').to.be.at.most(2 * (live + 64) * 10 + 85)
+    expect(largest, 'the log holds at most about twice a window’s entries').to.be.at.most(2 * (live + 64) * 9 + 85)
   })
 
   it('sets a TTL once per window, one window beyond the newest unit’s exit', async () => {

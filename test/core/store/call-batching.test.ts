@@ -52,11 +52,11 @@ for (const kind of clientKinds) {
       expect(outcomes.filter((o) => o === 'store admitted')).to.have.length(60)
       expect(outcomes.filter((o) => o === 'store denied')).to.have.length(40)
       expect(await scriptRuns()).to.equal(Math.ceil(100 / MAX_BATCH))
-      expect(await tested.units('hot:api~sl2-60000:{t}')).to.equal(60)
+      expect(await tested.units('hot:api~sl3-60000:{t}')).to.equal(60)
     })
 
     it('a broken key in the same run as other tenants’ calls fails its own calls alone', async () => {
-      await admin.hset('mixed:api~sl2-60000:{broken}', 'not', 'a log')
+      await admin.hset('mixed:api~sl3-60000:{broken}', 'not', 'a log')
       const limiter = createRateLimiter({
         store: redisStore(tested.client, { prefix: 'mixed' }),
         name: 'api',
@@ -102,7 +102,7 @@ for (const kind of clientKinds) {
           'store admitted',
           'store denied',
         ])
-        expect(await limited.units('acl:ok~sl2-60000:{t}')).to.equal(2)
+        expect(await limited.units('acl:ok~sl3-60000:{t}')).to.equal(2)
       } finally {
         await limited.close()
       }

@@ -106,7 +106,7 @@ describe('node-redis errors, as the breaker reads them', () => {
         await client.connect()
         const store = redisStore(client, { breaker: { failureThreshold: 1, cooldownMs: 60_000 } })
         const limiter = createRateLimiter({ store, limit: 10, window: '1m', timeoutMs: 2_000, logger: quiet })
-        await admin.hset('fleetlimit:10-per-60000ms~sl2-60000:{broken}', 'not', 'a log')
+        await admin.hset('fleetlimit:10-per-60000ms~sl3-60000:{broken}', 'not', 'a log')
         const wrongType = (await limiter.consume('broken').catch((e: unknown) => e)) as StoreError
         expect(String(wrongType.cause)).to.match(/^ReplyError: WRONGTYPE/)
         expect(limiter.breakerState).to.equal('closed')
@@ -257,7 +257,7 @@ describe('node-redis calls held up in the client by a busy event loop', () => {
         }
         client.sendCommand = send
         // A call refused by its script (it reached Redis after the deadline it carried) recorded nothing.
-        expect(await tested.units(`${prefix}:1000-per-60000ms~sl2-60000:{t}`)).to.equal(151)
+        expect(await tested.units(`${prefix}:1000-per-60000ms~sl3-60000:{t}`)).to.equal(151)
         expect(limiter.stats()).to.include({ storeErrors: 0, allowed: 151 })
       } finally {
         tested.close()

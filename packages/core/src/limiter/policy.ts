@@ -156,12 +156,12 @@ export function checkCost(value: unknown, option: string, limit: number): number
  * The policy's part of its keys: its name and how its window is kept (algorithm, format version, length, and
  * buckets), so that two policies that keep windows differently never share a key, whatever their names, and
  * two versions of fleetlimit that keep a window in different formats never share one (`sl1` was a sorted set,
- * `sl2` is lua/sliding-log.lua's packed log). `~` is not allowed in names, so the parts cannot run together.
+ * `sl2` a packed log of 10-byte entries, `sl3` is lua/sliding-log.lua's log of 9-byte entries). `~` is not allowed in names, so the parts cannot run together.
  */
 export function policyKeyName(policy: Policy): string {
   return policy.algorithm === 'bucketed'
     ? `${policy.name}~bw1-${policy.window}-${policy.buckets}`
-    : `${policy.name}~sl2-${policy.window}`
+    : `${policy.name}~sl3-${policy.window}`
 }
 
 /**

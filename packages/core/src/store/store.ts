@@ -6,7 +6,7 @@ export const STORE = Symbol.for('fleetlimit.store.v1')
 
 /** One sliding-window question about one key. */
 export interface WindowRequest {
-  /** The key without the store's prefix. */
+  /** The key without the store's prefix. A key is always asked with one window (and buckets): keys name theirs. */
   readonly key: string
   readonly limit: number
   readonly windowMs: number
@@ -61,7 +61,7 @@ export interface LeaseRequest {
   readonly min: number
   /** On denial, the wait reported is until this many units fit. */
   readonly waitFor: number
-  /** The lease's life: its units may be used until then. */
+  /** The lease's life: its units may be used until then. At most `windowMs`: a longer lease is cut to it. */
   readonly ttlMs: number
 }
 
