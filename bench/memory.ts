@@ -126,7 +126,7 @@ export async function memory({ limits = LIMITS }: MemoryOptions = {}): Promise<P
   const ourRows = [
     {
       name: 'fleetlimit',
-      algorithm: 'sliding log (a packed string: 10 B per call, here 60 calls)',
+      algorithm: 'sliding log (a packed string: 9 B per call, here 60 calls)',
       bytes: 'slidingLogBytes' as const,
     },
     { name: 'fleetlimit', algorithm: 'bucketed, 60 buckets (HASH)', bytes: 'bucketedBytes' as const },

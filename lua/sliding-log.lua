@@ -98,6 +98,16 @@ local function failed(e)
   return pack('>bdI4', -2, now, #message) .. message
 end
 
+-- Within a run, the fast path keeps the header it last read or wrote of one key (seen_key, seen), and holds back its
+-- last write to that key (due_key: SETRANGE of due at due_at) until a call needs another key, the general code
+-- runs or the run ends: the calls of a run on one hot key then read it once and write it once (they all record at
+-- the same time, so each admission after the first rewrites the same entry and the header).
+local seen_key, seen, due_key, due_at, due
+local function write_due()
+  redis.call('SETRANGE', due_key, format('%d', due_at), due)
+  due_key = nil
+end
+
 -- Each call in turn, at the same server time: a call's keys follow the previous call's. An error about a key ends
 -- its call before it writes anything (the general code reads every key before it writes one; the fast path fails on
 -- its first read), so the other calls are decided as if it had been made alone. The fast path is written inline, in
@@ -124,10 +134,19 @@ for i = 1, calls do
     local key = KEYS[k]
     local limit, window, block = unpack(WINDOW, A, cursor)
     window = window * 1000
-    local raw = redis.pcall('GETRANGE', key, '-85', '-1')
-    if type(raw) ~= 'string' then
-      reply = failed(raw)
-      break
+    local raw = seen
+    if key ~= seen_key then
+      if due_key then
+        write_due()
+      end
+      raw = redis.pcall('GETRANGE', key, '-85', '-1')
+      if type(raw) ~= 'string' then
+        reply = failed(raw)
+        break
+      end
+      if calls > 1 then
+        seen_key, seen = key, raw
+      end
     end
     local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, rest
     local rel, edge
@@ -155,9 +174,19 @@ for i = 1, calls do
       end
       local total1 = units % M32
       local ttl = ceil(2 * window / 1000)
-      redis.call('SET', key, pack(window <= NARROW and NARROW_ENTRY_HEADER or WIDE_ENTRY_HEADER, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1,
-        0, 0, 0, 0, 0, 0))
+      local e, entry_header = WIDE_E, WIDE_ENTRY_HEADER
+      if window <= NARROW then
+        e, entry_header = NARROW_E, NARROW_ENTRY_HEADER
+      end
+      local log = pack(entry_header, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1, 0, 0, 0, 0, 0, 0)
+      if due_key then
+        write_due()
+      end
+      redis.call('SET', key, log)
       redis.call('PEXPIRE', key, format('%d', ttl))
+      if calls > 1 then
+        seen = log:sub(e + 1)
+      end
       reply = pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
       break
     end
@@ -172,6 +201,9 @@ for i = 1, calls do
         e, entry, entry_header, rebase = NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE
       end
       if kc == 0 then
+        if due_key then
+          write_due()
+        end
         local count = math.min(2 * K, n - head)
         local chunk = redis.call('GETRANGE', key, format('%d', head * e), format('%d', (head + count) * e - 1))
         local pos, t, c = 1, nil, nil
@@ -234,8 +266,16 @@ for i = 1, calls do
             expires = rel + ttl * 1000
             redis.call('PEXPIRE', key, format('%d', ttl))
           end
-          redis.call('SETRANGE', key, format('%d', (n - 1) * e), pack(entry_header, ts, total, base, n, head, cum0,
-            total, ts, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
+          local written = pack(entry_header, ts, total, base, n, head, cum0, total, ts, expires, hold, kc, t1, c1, t2,
+            c2, t3, c3, t4, c4)
+          if calls == 1 then
+            redis.call('SETRANGE', key, format('%d', (n - 1) * e), written)
+          else
+            if due_key and due_at ~= (n - 1) * e then
+              write_due()
+            end
+            due_key, due_at, due, seen = key, (n - 1) * e, written, written:sub(e + 1)
+          end
           reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
           break
         end
@@ -260,6 +300,10 @@ for i = 1, calls do
     end
   until true
   if not reply then
+    if due_key then
+      write_due()
+    end
+    seen_key = nil
     if not general then
       -- The general code, made here on the first call that needs it: a run whose calls all take the fast path never
       -- makes its closures (their upvalues cost a hot denial more than the rest of its work). It returns call A's
@@ -634,5 +678,8 @@ for i = 1, calls do
   replies = replies or {}
   replies[i] = reply
   k = k + nk
+end
+if due_key then
+  write_due()
 end
 return table.concat(replies)
