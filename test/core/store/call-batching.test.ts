@@ -33,10 +33,15 @@ for (const kind of clientKinds) {
     })
     beforeEach(() => admin.call('CONFIG', 'RESETSTAT'))
 
+    /** How many times the server ran each command since the last RESETSTAT (a script's commands count too). */
+    async function commandCalls(): Promise<(command: string) => number> {
+      const stats = (await admin.info('commandstats')) as string
+      return (command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+    }
+
     /** The script runs the server made since the last RESETSTAT (EVAL and EVALSHA). */
     async function scriptRuns(): Promise<number> {
-      const stats = (await admin.info('commandstats')) as string
-      const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+      const calls = await commandCalls()
       return calls('eval') + calls('evalsha')
     }
 
@@ -53,6 +58,25 @@ for (const kind of clientKinds) {
       expect(outcomes.filter((o) => o === 'store denied')).to.have.length(40)
       expect(await scriptRuns()).to.equal(Math.ceil(100 / MAX_BATCH))
       expect(await tested.units('hot:api~sl3-60000:{t}')).to.equal(60)
+    })
+
+    it('the calls of one run on one key read its log once and write it once', async () => {
+      const limiter = createRateLimiter({
+        store: redisStore(tested.client, { prefix: 'once' }),
+        name: 'api',
+        limit: 1_000,
+        window: '1m',
+        local: false,
+      })
+      expect((await limiter.consume('t')).allowed).to.equal(true)
+      await admin.call('CONFIG', 'RESETSTAT')
+      const decisions = await Promise.all(Array.from({ length: MAX_BATCH }, () => limiter.consume('t')))
+      expect(decisions.map((d) => d.remaining).sort((a, b) => b - a)).to.deep.equal(
+        Array.from({ length: MAX_BATCH }, (_, i) => 998 - i),
+      )
+      const calls = await commandCalls()
+      expect([calls('evalsha') + calls('eval'), calls('getrange'), calls('setrange')]).to.deep.equal([1, 1, 1])
+      expect(await tested.units('once:api~sl3-60000:{t}')).to.equal(1 + MAX_BATCH)
     })
 
     it('a broken key in the same run as other tenants’ calls fails its own calls alone', async () => {
