@@ -33,7 +33,7 @@ export interface PolicyOptions {
   cost?: number
   /** Count per tenant and route ('route', the default), or per tenant across routes ('tenant'). */
   scope?: PolicyScope
-  /** 'sliding-log' (the default: exact, about 10 B per call in the window) or 'bucketed' (memory bounded by `buckets`). */
+  /** 'sliding-log' (the default: exact, about 9 B per call in the window) or 'bucketed' (memory bounded by `buckets`). */
   algorithm?: Algorithm
   /** For 'bucketed': sub-window counters per window. Default 60. */
   buckets?: number
@@ -156,7 +156,8 @@ export function checkCost(value: unknown, option: string, limit: number): number
  * The policy's part of its keys: its name and how its window is kept (algorithm, format version, length, and
  * buckets), so that two policies that keep windows differently never share a key, whatever their names, and
  * two versions of fleetlimit that keep a window in different formats never share one (`sl1` was a sorted set,
- * `sl2` a packed log of 10-byte entries, `sl3` is lua/sliding-log.lua's log of 9-byte entries). `~` is not allowed in names, so the parts cannot run together.
+ * `sl2` a packed log of 10-byte entries, `sl3` is lua/sliding-log.lua's log of 9-byte entries). `~` is not
+ * allowed in names, so the parts cannot run together.
  */
 export function policyKeyName(policy: Policy): string {
   return policy.algorithm === 'bucketed'
