@@ -33,6 +33,17 @@ for (const kind of clientKinds) {
     })
     beforeEach(() => admin.call('CONFIG', 'RESETSTAT'))
 
+    /** A limiter of `limit` per minute named 'api', with no local tier, on the tested client under `prefix`. */
+    const apiLimiter = (prefix: string, limit: number) =>
+      createRateLimiter({
+        store: redisStore(tested.client, { prefix }),
+        name: 'api',
+        limit,
+        window: '1m',
+        local: false,
+        logger: quiet,
+      })
+
     /** How many times the server ran each command since the last RESETSTAT (a script's commands count too). */
     async function commandCalls(): Promise<(command: string) => number> {
       const stats = (await admin.info('commandstats')) as string
@@ -46,13 +57,7 @@ for (const kind of clientKinds) {
     }
 
     it('100 calls on one key at once: the limit exactly, in runs of at most MAX_BATCH calls', async () => {
-      const limiter = createRateLimiter({
-        store: redisStore(tested.client, { prefix: 'hot' }),
-        name: 'api',
-        limit: 60,
-        window: '1m',
-        local: false,
-      })
+      const limiter = apiLimiter('hot', 60)
       const outcomes = await Promise.all(Array.from({ length: 100 }, () => outcome(limiter.consume('t'))))
       expect(outcomes.filter((o) => o === 'store admitted')).to.have.length(60)
       expect(outcomes.filter((o) => o === 'store denied')).to.have.length(40)
@@ -61,13 +66,7 @@ for (const kind of clientKinds) {
     })
 
     it('the calls of one run on one key read its log once and write it once', async () => {
-      const limiter = createRateLimiter({
-        store: redisStore(tested.client, { prefix: 'once' }),
-        name: 'api',
-        limit: 1_000,
-        window: '1m',
-        local: false,
-      })
+      const limiter = apiLimiter('once', 1_000)
       expect((await limiter.consume('t')).allowed).to.equal(true)
       await admin.call('CONFIG', 'RESETSTAT')
       const decisions = await Promise.all(Array.from({ length: MAX_BATCH }, () => limiter.consume('t')))
@@ -81,14 +80,7 @@ for (const kind of clientKinds) {
 
     it('a broken key in the same run as other tenants’ calls fails its own calls alone', async () => {
       await admin.hset('mixed:api~sl3-60000:{broken}', 'not', 'a log')
-      const limiter = createRateLimiter({
-        store: redisStore(tested.client, { prefix: 'mixed' }),
-        name: 'api',
-        limit: 3,
-        window: '1m',
-        local: false,
-        logger: quiet,
-      })
+      const limiter = apiLimiter('mixed', 3)
       const tenants = ['a', 'broken', 'b', 'broken', 'a', 'c', 'a', 'a']
       const outcomes = await Promise.all(tenants.map((tenant) => outcome(limiter.consume(tenant))))
       expect(await scriptRuns(), 'one run').to.equal(1)
