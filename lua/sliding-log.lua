@@ -19,7 +19,8 @@
 --               once denied, the key is held that long; 0 for none), shadow (1 for a shadow window, several
 --               windows only: see below)
 --   then (l only) '>ddd': min (the fewest units worth it), waitFor (on denial, the wait reported is until this
---               many fit), ttl (ms: the lease's units may be used until now + ttl; at most the window)
+--               many fit), ttl (ms: the lease's units may be used until now + ttl; at most 2^39 µs, or 2^47 µs
+--               with 10-byte entries: a longer lease fails, as an error about its key would)
 --   or per key (r) '>dd': the time its units were recorded at (server µs: a reply's recordedUs), its window (ms)
 --
 -- Reply: one binary string, big-endian: each call's reply, call after call: '>bdI4', then '>bI4I6I6d' per window
@@ -52,7 +53,7 @@
 -- shorter), so entries stay in time order and the window never holds more than the limit.
 -- Entries out of the window are skipped by `head` and dropped by a rewrite once they outnumber the live ones, or
 -- once the base is older than 2^38 µs (2^46 µs with 6-byte times), when the rewrite also moves the base to the
--- oldest live entry: a time then stays under 2^38 µs + the longest lease, well inside 5 bytes.
+-- oldest live entry: a time then stays under 2^38 µs + the longest lease (2^39 µs), inside 5 bytes.
 -- The key's TTL is set one window beyond the newest entry's exit (and past its hold), so PEXPIRE runs once a
 -- window, not per call. A held key with no entry is a header alone (n = 0).
 --
@@ -80,6 +81,8 @@ local CALL, WINDOW, LEASE = '>c1dd', '>dddB', '>dddBddd'
 local NARROW, NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE =
   2 ^ 37, 9, '>I5I4', '>I5I4dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4', 2 ^ 38
 local WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE = 10, '>I6I4', '>I6I4dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4', 2 ^ 46
+-- The longest lease (µs) whose expiry an entry holds, past a base up to REBASE old (a limiter's is at most its window).
+local NARROW_LEASE, WIDE_LEASE = 2 ^ 39, 2 ^ 47
 local REPLY = '>bdI4bI4I6I6d'
 local M32 = 4294967296
 -- A release rewrites the entries recorded after the one it changes: at most this many.
@@ -623,8 +626,9 @@ for i = 1, calls do
           if op == 'l' then
             -- Reserves between `min` and `units` units, recorded at the lease's expiry.
             local limit, window, _, _, min, wait_for, ttl = unpack(LEASE, A, cursor)
-            -- A lease lasts at most its window (a longer one is cut to it), so a time fits its entry.
-            ttl = math.min(ttl, window)
+            if ttl * 1000 > (window * 1000 <= NARROW and NARROW_LEASE or WIDE_LEASE) then
+              error(format('a lease of %d ms is longer than this log can record (see lua/sliding-log.lua)', ttl), 0)
+            end
             local log = open(KEYS[k], window * 1000)
             local available = limit - log.used
             if available >= min and live_hold(log) == 0 then

@@ -156,13 +156,13 @@ export async function compareWithModel(
       const [limit] = limits
       const model = models[0]
       const used = model.used(nowUs)
-      // Up to a tenth of the window; one lease in eight asks for twice the window, and lasts the window.
+      // Up to a tenth of the window; one lease in eight lasts twice the window.
       const ttlMs = step.ttl % 8 === 0 ? 2 * windowsMs[0] : 1 + (step.ttl % Math.max(1, Math.floor(windowsMs[0] / 10)))
       const actual = await subject.lease(keys[0], limit, windowsMs[0], step.cost, ttlMs)
       const available = limit - used
       if (available >= 1) {
         const granted = Math.min(step.cost, available)
-        const at = model.record(nowUs + Math.min(ttlMs, windowsMs[0]) * 1000, granted)
+        const at = model.record(nowUs + ttlMs * 1000, granted)
         recorded.push({ at, units: granted })
         check(
           actual,

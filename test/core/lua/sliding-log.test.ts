@@ -169,6 +169,26 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     expect(await release(1, window.recordedUs - 1), 'no entry at that time').to.include({ units: 0 })
   })
 
+  it('a lease longer than its log can record (2^39 µs, 2^47 µs with 10-byte entries) fails alone, records nothing', async () => {
+    const lease = (k: string, windowMs: number, ttlMs: number) =>
+      raw([k], ['l', 1, 0, 100, windowMs, '0', 1, 1, ttlMs], 1)
+    const longest = Math.floor(2 ** 39 / 1000)
+    const error = await lease(key, 60_000, longest + 1).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(error)
+      .to.be.an('error')
+      .with.property('message')
+      .that.includes(`a lease of ${longest + 1} ms`)
+    expect(await redis.exists(key), 'nothing recorded').to.equal(0)
+    const longestFits = await lease(key, 60_000, longest)
+    expect(longestFits.windows[0]?.recordedUs).to.equal(longestFits.nowUs + longest * 1000)
+    const wide = `${uniquePrefix()}:wide`
+    expect((await lease(wide, 137_438_954, longest + 1)).units, 'a 10-byte log holds it').to.equal(1)
+    expect(await logUnits(redis, wide)).to.equal(1)
+  })
+
   it('a lease too large for what is left is denied with the wait until `waitFor` units fit', async () => {
     await call(10, 10_000, 8)
     const denied = await raw([key], ['l', 5, 0, 10, 10_000, '0', 3, 4, 50], 1)

@@ -267,7 +267,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const until = heldUntil(request.key, now)
     if (available >= request.min && !until) {
       const granted = Math.min(request.want, available)
-      const score = log.add(now + Math.min(request.ttlMs, request.windowMs), granted)
+      const score = log.add(now + request.ttlMs, granted)
       const { resetMs } = log.result(now, request.limit, request.windowMs, 0, used + granted, true)
       return {
         allowed: true,

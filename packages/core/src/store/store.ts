@@ -61,7 +61,10 @@ export interface LeaseRequest {
   readonly min: number
   /** On denial, the wait reported is until this many units fit. */
   readonly waitFor: number
-  /** The lease's life: its units may be used until then. At most `windowMs`: a longer lease is cut to it. */
+  /**
+   * The lease's life: its units may be used until then. On Redis, at most 2^39 µs (about 6 days) for a window of
+   * up to 2^37 µs (about 38 hours), 2^47 µs otherwise: a longer lease fails with a ReplyError, and records nothing.
+   */
   readonly ttlMs: number
 }
 
