@@ -102,13 +102,13 @@ local function failed(e)
 end
 
 -- Within a run, the fast path keeps the header it last read or wrote of one key (seen_key, seen), and holds back its
--- last write to that key (due_key: SETRANGE of due at due_at) until a call needs another key, the general code
--- runs or the run ends: the calls of a run on one hot key then read it once and write it once (they all record at
--- the same time, so each admission after the first rewrites the same entry and the header).
-local seen_key, seen, due_key, due_at, due
+-- last write to that key (due: SETRANGE of due at due_at) until a call needs another key, the general code runs or
+-- the run ends: the calls of a run on one hot key then read it once and write it once (they all record at the same
+-- time, so each admission after the first rewrites the same entry and the header).
+local seen_key, seen, due_at, due
 local function write_due()
-  redis.call('SETRANGE', due_key, format('%d', due_at), due)
-  due_key = nil
+  redis.call('SETRANGE', seen_key, format('%d', due_at), due)
+  due = nil
 end
 
 -- Each call in turn, at the same server time: a call's keys follow the previous call's. An error about a key ends
@@ -139,7 +139,7 @@ for i = 1, calls do
     window = window * 1000
     local raw = seen
     if key ~= seen_key then
-      if due_key then
+      if due then
         write_due()
       end
       raw = redis.pcall('GETRANGE', key, '-85', '-1')
@@ -169,6 +169,11 @@ for i = 1, calls do
       end
       t2, c2, t3, c3, t4, c4 = unpack(HEADER_REST, raw, rest)
     end
+    -- The key's entries: their size and format, and the age of the base past which a rewrite moves it.
+    local e, entry, entry_header, rebase = WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE
+    if window <= NARROW then
+      e, entry, entry_header, rebase = NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE
+    end
     if not exists or (hold <= now and (n == 0 or newest <= edge)) then
       -- A new key, or one with no hold whose entries have all left the window: it starts anew.
       if op == 'p' then
@@ -177,12 +182,8 @@ for i = 1, calls do
       end
       local total1 = units % M32
       local ttl = ceil(2 * window / 1000)
-      local e, entry_header = WIDE_E, WIDE_ENTRY_HEADER
-      if window <= NARROW then
-        e, entry_header = NARROW_E, NARROW_ENTRY_HEADER
-      end
       local log = pack(entry_header, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1, 0, 0, 0, 0, 0, 0)
-      if due_key then
+      if due then
         write_due()
       end
       redis.call('SET', key, log)
@@ -199,12 +200,9 @@ for i = 1, calls do
         head, cum0, kc = head + 1, c1, kc - 1
         t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
       end
-      local fast, e, entry, entry_header, rebase = true, WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE
-      if window <= NARROW then
-        e, entry, entry_header, rebase = NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE
-      end
+      local fast = true
       if kc == 0 then
-        if due_key then
+        if due then
           write_due()
         end
         local count = math.min(2 * K, n - head)
@@ -274,10 +272,10 @@ for i = 1, calls do
           if calls == 1 then
             redis.call('SETRANGE', key, format('%d', (n - 1) * e), written)
           else
-            if due_key and due_at ~= (n - 1) * e then
+            if due and due_at ~= (n - 1) * e then
               write_due()
             end
-            due_key, due_at, due, seen = key, (n - 1) * e, written, written:sub(e + 1)
+            due_at, due, seen = (n - 1) * e, written, written:sub(e + 1)
           end
           reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
           break
@@ -303,7 +301,7 @@ for i = 1, calls do
     end
   until true
   if not reply then
-    if due_key then
+    if due then
       write_due()
     end
     seen_key = nil
@@ -683,7 +681,7 @@ for i = 1, calls do
   replies[i] = reply
   k = k + nk
 end
-if due_key then
+if due then
   write_due()
 end
 return table.concat(replies)
