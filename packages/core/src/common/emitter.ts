@@ -26,7 +26,10 @@ export function createEmitter<Events extends Record<string, unknown[]>>(
     },
     has: (event) => (listeners.get(event)?.size ?? 0) > 0,
     emit(event, ...args) {
-      for (const listener of listeners.get(event) ?? []) {
+      const set = listeners.get(event)
+      // Every decision emits: with no listener, that costs a map lookup and nothing else.
+      if (set === undefined || set.size === 0) return
+      for (const listener of set) {
         try {
           ;(listener as unknown as (...a: Events[typeof event]) => void)(...args)
         } catch (error) {

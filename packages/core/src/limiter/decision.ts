@@ -32,7 +32,7 @@ export function toDecision(
   policy: Policy,
   limit: number = policy.limit,
 ): Decision {
-  return {
+  const decision = {
     allowed: result.allowed,
     limit: source === 'fallback' ? (policy.fallback?.limit ?? policy.limit) : limit,
     remaining: result.remaining,
@@ -40,8 +40,8 @@ export function toDecision(
     resetMs: result.resetMs,
     source,
     policy: policy.name,
-    ...(policy.shadow && { shadow: true }),
   }
+  return policy.shadow ? { ...decision, shadow: true } : decision
 }
 
 /**

@@ -9,7 +9,7 @@ export class ShortCircuit extends StoreError {}
 
 export type CallOutcome = 'ok' | 'error' | 'timeout'
 
-/** When a store call's caller gives up: performance.now() time, which may move later (see sendWithin). */
+/** When a store call's caller gives up: performance.now() time, which may move later (see PendingCall). */
 export interface Deadline {
   readonly at: number
 }
@@ -28,6 +28,12 @@ export interface Connection {
   readySince(): number | undefined
 }
 
+/** What a caller learns of its calls: one sent (counted), and one answered (a store that answers again). */
+export interface CallObserver {
+  sent(): void
+  answered(): void
+}
+
 /**
  * Sends one store call under its server's guard. It is not sent while the breaker is open or the client is
  * disconnected; it waits for a free slot among the server's calls in flight; and its deadline runs from the
@@ -36,74 +42,49 @@ export interface Connection {
  * the server answered nothing else): an error reply about one key, or one slow call among answered ones, fails
  * that call alone.
  *
- * `call` receives the deadline so that the store can refuse to record after it.
+ * `call` receives the deadline so that the store can refuse to record after it. On the hot path this is one
+ * promise and one object per call (see PendingCall): the guard's bookkeeping runs where the call ends.
  */
-export async function guardedCall<T>(
+export function guardedCall<T>(
   guard: ServerGuard | undefined,
   connection: Connection,
   timeoutMs: number,
   call: (deadline: Deadline) => Promise<T>,
+  observer: CallObserver,
   report?: (outcome: CallOutcome, durationMs: number) => void,
 ): Promise<T> {
-  if (!guard) return sendWithin(call, timeoutMs, connection, performance.now(), report)
+  if (!guard) return send(call, timeoutMs, connection, undefined, observer, report)
   const { breaker, gate } = guard
-  if (!breaker.tryAcquire()) throw new ShortCircuit('the circuit breaker is open')
+  if (!breaker.tryAcquire()) return Promise.reject(new ShortCircuit('the circuit breaker is open'))
   const probe = breaker.state === 'half-open'
   if (!connection.connected()) {
     breaker.failure()
-    throw new ShortCircuit('the store is not connected')
+    return Promise.reject(new ShortCircuit('the store is not connected'))
   }
   const waiting = gate.enter()
-  if (waiting) {
-    await waiting
+  if (!waiting) return send(call, timeoutMs, connection, guard, observer, report)
+  return waiting.then(() => {
     // The breaker may have opened while this call waited: the calls ahead of it timed out.
     if (breaker.state !== 'closed' && !probe) {
       gate.leave()
       throw new ShortCircuit('the circuit breaker is open')
     }
-  }
-  let left = false
-  const leave = () => {
-    if (left) return
-    left = true
-    gate.leave()
-  }
-  const sentAt = performance.now()
-  try {
-    const result = await sendWithin(call, timeoutMs, connection, sentAt, report, leave)
-    guard.answeredAt = performance.now()
-    breaker.success()
-    return result
-  } catch (error) {
-    if (replyCode(error) !== undefined) guard.answeredAt = performance.now()
-    // A late call while the server answers others: the server is up and busy (or this process was).
-    const stalled = error instanceof DeadlineExceeded ? guard.answeredAt < sentAt : isServerFailure(error)
-    if (stalled) breaker.failure()
-    else breaker.success()
-    throw error
-  } finally {
-    leave()
-  }
+    return send(call, timeoutMs, connection, guard, observer, report)
+  })
 }
 
-/**
- * Sends the call and rejects with DeadlineExceeded when it has not settled `ms` after it was sent. The time is
- * the server's to answer in, so time it could not is not counted, once: a call sent while the connection was
- * being made gets `ms` from when it was ready; when the timer runs late (a blocked event loop), the server gets
- * a fresh `ms` from then; and a reply that arrived in time is read before giving up. `onDeadline` runs when the
- * call is given up (its slot is freed then, not when a stalled server finally answers).
- */
-function sendWithin<T>(
+function send<T>(
   call: (deadline: Deadline) => Promise<T>,
   ms: number,
   connection: Connection,
-  sentAt: number,
+  guard: ServerGuard | undefined,
+  observer: CallObserver,
   report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
-  onDeadline?: () => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const pending = new PendingCall<T>(sentAt, ms, connection, report, onDeadline, resolve, reject)
+    const pending = new PendingCall<T>(ms, connection, guard, observer, report, resolve, reject)
     let sent: Promise<T>
+    observer.sent()
     try {
       sent = call(pending.deadline)
     } catch (error) {
@@ -113,35 +94,58 @@ function sendWithin<T>(
   })
 }
 
-/** One call in flight: its deadline, its timer, and how it ends (one object per call, few closures). */
+/**
+ * One call in flight: its deadline, its timer, and how it ends, once. It rejects with DeadlineExceeded when it has
+ * not settled `ms` after it was sent. The time is the server's to answer in, so time it could not is not counted,
+ * once: a call sent while the connection was being made gets `ms` from when it was ready; when the timer runs late
+ * (a blocked event loop), the server gets a fresh `ms` from then; and a reply that arrived in time is read before
+ * giving up. A call given up frees its slot then, not when a stalled server finally answers.
+ */
 class PendingCall<T> {
   readonly deadline: { at: number }
+  private readonly sentAt = performance.now()
   private settled = false
   private extended = false
   private timer: ReturnType<typeof setTimeout>
 
   constructor(
-    private readonly sentAt: number,
     private readonly ms: number,
     private readonly connection: Connection,
+    private readonly guard: ServerGuard | undefined,
+    private readonly observer: CallObserver,
     private readonly report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
-    private readonly onDeadline: (() => void) | undefined,
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: unknown) => void,
   ) {
     this.deadline = { at: this.sentAt + ms }
-    this.timer = setTimeout(this.expire, ms)
+    this.timer = setTimeout(expire, ms, this)
   }
 
   readonly settle = (value: T): void => {
-    if (this.end('ok')) this.resolve(value)
+    if (!this.end('ok')) return
+    const { guard } = this
+    if (guard) {
+      guard.answeredAt = performance.now()
+      guard.breaker.success()
+      guard.gate.leave()
+    }
+    this.observer.answered()
+    this.resolve(value)
   }
 
   readonly fail = (error: unknown): void => {
-    if (this.end(error instanceof DeadlineExceeded ? 'timeout' : 'error')) this.reject(error)
+    if (!this.end(error instanceof DeadlineExceeded ? 'timeout' : 'error')) return
+    const { guard } = this
+    if (guard) {
+      if (replyCode(error) !== undefined) guard.answeredAt = performance.now()
+      this.judge(guard, error)
+      guard.gate.leave()
+    }
+    this.reject(error)
   }
 
-  private readonly expire = (): void => {
+  /** The timer ran: the deadline moves once for time the server could not answer in, or the call is given up. */
+  expire(): void {
     const now = performance.now()
     const readySince = this.connection.readySince() ?? Number.NEGATIVE_INFINITY
     let later = 0
@@ -150,18 +154,30 @@ class PendingCall<T> {
     if (!this.extended && later > now) {
       this.extended = true
       this.deadline.at = later
-      this.timer = setTimeout(this.expire, later - now)
+      this.timer = setTimeout(expire, later - now, this)
       return
     }
     // Timers run before the poll phase reads the sockets: a reply that arrived while the event loop was
     // busy is read only after this callback. Look again once the poll phase has run (setImmediate).
-    setImmediate(this.giveUp)
+    setImmediate(giveUp, this)
   }
 
-  private readonly giveUp = (): void => {
+  giveUp(): void {
     if (!this.end('timeout')) return
-    this.onDeadline?.()
-    this.reject(new DeadlineExceeded(`no answer within timeoutMs (${this.ms} ms)`))
+    const { guard } = this
+    const error = new DeadlineExceeded(`no answer within timeoutMs (${this.ms} ms)`)
+    if (guard) {
+      guard.gate.leave()
+      this.judge(guard, error)
+    }
+    this.reject(error)
+  }
+
+  /** What a failed call tells the breaker: a late call while the server answers others says it is up and busy. */
+  private judge(guard: ServerGuard, error: unknown): void {
+    const stalled = error instanceof DeadlineExceeded ? guard.answeredAt < this.sentAt : isServerFailure(error)
+    if (stalled) guard.breaker.failure()
+    else guard.breaker.success()
   }
 
   /** Ends the call once: false when it had ended already. */
@@ -173,3 +189,7 @@ class PendingCall<T> {
     return true
   }
 }
+
+// Timer and immediate callbacks with the call as their argument: no closure per call.
+const expire = (pending: { expire(): void }) => pending.expire()
+const giveUp = (pending: { giveUp(): void }) => pending.giveUp()

@@ -29,6 +29,11 @@ export interface RateLimiterOptions extends Partial<PolicyOptions> {
   maxQueue?: number
 }
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+const CONSUME_OPTIONS = ['cost', 'limit']
+const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal']
+
 /** A call's own limit: a whole number, or with several policies a map from policy name to limit. */
 export type CallLimit = number | Readonly<Record<string, number>>
 
@@ -208,16 +213,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const limitsTag = (windows: readonly Window[]): number | string =>
     windows.length === 1 ? (windows[0] as Window).limit : windows.map((w) => w.limit).join(',')
 
+  // Plain assignments, not conditional spreads: this runs for every decision.
   const requestsOf = (windows: readonly Window[], cost: number): WindowRequest[] =>
-    windows.map(({ policy, key, limit }) => ({
-      key,
-      limit,
-      windowMs: policy.window,
-      cost,
-      ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-      ...(policy.blockFor > 0 && { blockMs: policy.blockFor }),
-      ...(policy.shadow && { shadow: true }),
-    }))
+    windows.map(({ policy, key, limit }) => {
+      const request: Mutable<WindowRequest> = { key, limit, windowMs: policy.window, cost }
+      if (policy.buckets !== undefined) request.buckets = policy.buckets
+      if (policy.blockFor > 0) request.blockMs = policy.blockFor
+      if (policy.shadow) request.shadow = true
+      return request
+    })
 
   /** What an admission recorded, for refund(): removed from these windows, `units` each. */
   interface Receipt {
@@ -294,16 +298,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const results = await caller.ask(keyOf(windows), (deadline) => store.consume(requestsOf(windows, cost), deadline))
     const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
     const requests: RefundRequest[] = []
-    results.forEach(({ recorded }, i) => {
-      if (recorded === undefined) return
+    for (let i = 0; i < results.length; i++) {
+      const { recorded } = results[i] as WindowResult
+      if (recorded === undefined) continue
       const { key, policy } = windows[i] as Window
-      requests.push({
-        key,
-        windowMs: policy.window,
-        recorded,
-        ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-      })
-    })
+      const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
+      if (policy.buckets !== undefined) request.buckets = policy.buckets
+      requests.push(request)
+    }
     return requests.length === 0 ? { decision } : { decision, receipt: { id, requests, units: cost } }
   }
 
@@ -366,12 +368,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     get breakerState() {
       return servers?.state
     },
-    async consume(key, options) {
-      const { windows, cost } = resolveCall(key, options, ['cost', 'limit'])
-      return decide(windows, cost)
+    consume(key, options) {
+      // Not an async function around decide(): that would add a promise and its ticks to every decision.
+      let call: { windows: Window[]; cost: number }
+      try {
+        call = resolveCall(key, options, CONSUME_OPTIONS)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      return decide(call.windows, call.cost)
     },
     async acquire(key, options) {
-      const { windows, cost } = resolveCall(key, options, ['cost', 'limit', 'maxWaitMs', 'signal'])
+      const { windows, cost } = resolveCall(key, options, ACQUIRE_OPTIONS)
       const maxWait = options?.maxWaitMs
       const maxWaitMs =
         maxWait === undefined || maxWait === Number.POSITIVE_INFINITY

@@ -44,22 +44,29 @@ export function createStoreCaller(
   }
   let failuresThisOutage = 0
 
-  return {
-    async ask(key, call) {
-      const counting = (deadline: Deadline) => {
-        counters.storeCalls++
-        return call(deadline)
-      }
-      const reporting = events.has('storeCall') ? report : undefined
-      const result = await guardedCall(servers?.for(key), connection, timeoutMs, counting, reporting)
-      if (failuresThisOutage > 0) {
-        logger.info?.(
-          `fleetlimit: the store answers again for policy "${policyName}" (${failuresThisOutage} decisions without it).`,
-        )
-        failuresThisOutage = 0
-      }
-      return result
+  const observer = {
+    sent: () => {
+      counters.storeCalls++
     },
+    answered: () => {
+      if (failuresThisOutage === 0) return
+      logger.info?.(
+        `fleetlimit: the store answers again for policy "${policyName}" (${failuresThisOutage} decisions without it).`,
+      )
+      failuresThisOutage = 0
+    },
+  }
+
+  return {
+    ask: (key, call) =>
+      guardedCall(
+        servers?.for(key),
+        connection,
+        timeoutMs,
+        call,
+        observer,
+        events.has('storeCall') ? report : undefined,
+      ),
     failure(error, key) {
       const kind =
         error instanceof ShortCircuit ? 'short-circuit' : error instanceof DeadlineExceeded ? 'timeout' : 'error'

@@ -82,7 +82,7 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   }
   return {
     run: (script, keys, args) => run([script, keys, args, false]),
-    runBuffer: async (script, keys, args) => (await run([script, keys, args, true])) as Buffer,
+    runBuffer: (script, keys, args) => run([script, keys, args, true]) as Promise<Buffer>,
   }
 }
 

@@ -2,6 +2,7 @@ import { StoreError } from '../common/errors.js'
 import type { LuaScript } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
 import { ReplyError } from './server-failure.js'
+import type { WindowResult } from './store.js'
 
 // lua/sliding-log.lua's one argument and its reply, both binary and big-endian (see the script's header). Numbers
 // go as doubles: the script reads them with one struct.unpack, where parsing decimal text costs it more than the
@@ -120,15 +121,16 @@ export function readSlidingLog(reply: unknown, count: number) {
   const windows = []
   for (let at = REPLY_HEAD; at < reply.length; at += REPLY_WINDOW) {
     const recordedUs = reply.readDoubleBE(at + 17)
-    windows.push({
+    const window: { -readonly [K in keyof WindowResult]: WindowResult[K] } & { recordedUs: number } = {
       allowed: reply.readInt8(at) === 1,
       remaining: reply.readUInt32BE(at + 1),
       retryAfterMs: reply.readUIntBE(at + 5, 6),
       resetMs: reply.readUIntBE(at + 11, 6),
       now: nowUs / 1000,
       recordedUs,
-      ...(recordedUs > 0 && { recorded: recordedUs }),
-    })
+    }
+    if (recordedUs > 0) window.recorded = recordedUs
+    windows.push(window)
   }
   return { status, nowUs, units, windows }
 }
