@@ -185,8 +185,7 @@ for i = 1, calls do
       if due then
         write_due()
       end
-      redis.call('SET', key, log)
-      redis.call('PEXPIRE', key, format('%d', ttl))
+      redis.call('SET', key, log, 'PX', format('%d', ttl))
       if calls > 1 then
         seen = log:sub(e + 1)
       end
@@ -479,8 +478,7 @@ for i = 1, calls do
             log.hold, log.ts, log.cum = hold, { ts, 0, 0, 0 }, { total, 0, 0, 0 }
             local ttl = ceil(math.max(ts + 2 * window, hold - now) / 1000)
             log.expires = ttl * 1000
-            redis.call('SET', log.key, pack(log.form.entry, ts, total) .. header(log))
-            redis.call('PEXPIRE', log.key, format('%d', ttl))
+            redis.call('SET', log.key, pack(log.form.entry, ts, total) .. header(log), 'PX', format('%d', ttl))
             return at
           end
           local ts = math.max(at - log.base, log.newest)

@@ -4,12 +4,12 @@ const TIME_CALL = "local time = redis.call('TIME')"
 // The calls of a run are its ARGV: under the test clock, all but the clock's two.
 const CALL_COUNT = 'local calls = #ARGV\n'
 const EXPIRE_CALL = /redis\.call\('PEXPIRE', [\w.]+, format\('%d', ttl\)\)/g
-// A hold on a key with no entry writes it with an expiry (SET … PX): under the test clock, without one.
+// A new log, and a hold on a key with no entry, are written with an expiry (SET … PX): under the test clock, without.
 const SET_EXPIRY = ", 'PX', format('%d', ttl))"
 
 /**
  * The script with the server's clock replaced by the test's (the two last arguments: seconds and microseconds), a
- * test-only copy made here and never shipped. Its expiries (every PEXPIRE, and a hold's SET … PX) are left out: a key must not expire on the real clock
+ * test-only copy made here and never shipped. Its expiries (every PEXPIRE, and every SET … PX) are left out: a key must not expire on the real clock
  * while the test's clock stands still (expiry has its own tests).
  */
 export function withTestClock(script: LuaScript): LuaScript {
@@ -27,6 +27,6 @@ export function withTestClock(script: LuaScript): LuaScript {
     .replace(TIME_CALL, 'local time = { ARGV[#ARGV - 1], ARGV[#ARGV] }')
     .replace(CALL_COUNT, 'local calls = #ARGV - 2\n')
     .replaceAll(EXPIRE_CALL, '-- PEXPIRE left out under the test clock')
-    .replace(SET_EXPIRY, ')')
+    .replaceAll(SET_EXPIRY, ')')
   return { name: `${script.name}-test-clock`, lua, sha1: '0'.repeat(40) }
 }
