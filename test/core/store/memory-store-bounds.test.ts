@@ -56,6 +56,25 @@ describe('memoryStore bounds', () => {
     })
   })
 
+  it('keeps a log whose lease was released in full: its emptied entry still bounds the next record, after a peek and a sweep', async () => {
+    let now = 1_000
+    const store = memoryStore({ clock: () => now })
+    const window = { key: 'k', limit: 1, windowMs: 1_000 }
+    const leased = await store.lease({ ...window, want: 1, min: 1, waitFor: 1, ttlMs: 2_000 })
+    await store.release('k', leased.lease, 1)
+    expect(((await store.peek([{ ...window, cost: 1 }])) as [WindowResult])[0]).to.include({ remaining: 1, resetMs: 0 })
+    expect(store.sweep(), 'a sweep drops no log with an entry still ahead').to.equal(0)
+    expect(store.size).to.equal(1)
+    // Recorded at the emptied entry's 3 000, as lua/sliding-log.lua records it, not at 1 000.
+    expect(((await store.consume([{ ...window, cost: 1 }])) as [WindowResult])[0]).to.include({
+      allowed: true,
+      recorded: 3_000,
+      resetMs: 3_000,
+    })
+    now = 4_000
+    expect(store.sweep(), 'gone once its newest entry left the window').to.equal(1)
+  })
+
   describe('a key asked with the other algorithm', () => {
     const slidingLog = { key: 'k', limit: 5, windowMs: 10_000, cost: 1 }
     const bucketed = { ...slidingLog, buckets: 10 }

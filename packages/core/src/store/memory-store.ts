@@ -81,9 +81,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   let cursor: Iterator<[string, Entry]> | undefined
 
   const isIdle = (entry: Entry, now: number) =>
-    entry.counter
-      ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
-      : entry.log.used(now, entry.windowMs) === 0
+    entry.counter ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets) : entry.log.isEmpty(now, entry.windowMs)
 
   /** Visits up to `visits` keys of the sweep in progress; returns how many it dropped. */
   function sweepSome(now: number, visits: number): number {
@@ -250,9 +248,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       if (record && !room) return blocked(request, result, now)
       return at === undefined ? result : { ...result, recorded: at }
     })
-    // A peek or a denial must not leave empty entries behind.
-    for (const { request, used, allowed } of windows) {
-      if (used === 0 && !(admitted && allowed)) entries.delete(request.key)
+    // A peek or a denial must not leave empty entries behind (a log with an emptied entry is not empty).
+    for (const { request, log, used, allowed } of windows) {
+      if (used === 0 && !(admitted && allowed) && log.isEmpty(now, request.windowMs)) entries.delete(request.key)
     }
     return results
   }
@@ -280,7 +278,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     }
     const result = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
     const denied = until ? held(result, until, now) : result
-    if (used === 0) entries.delete(request.key)
+    if (used === 0 && log.isEmpty(now, request.windowMs)) entries.delete(request.key)
     return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0, recorded: 0 } }
   }
 

@@ -29,6 +29,15 @@ export class SlidingLog {
   }
 
   /**
+   * Whether no entry is inside the window ending at `now`, emptied ones included: only then can the log be
+   * forgotten, since an emptied entry still bounds the reset and the time of later records.
+   */
+  isEmpty(now: number, windowMs: number): boolean {
+    this.used(now, windowMs)
+    return this.count() === this.head
+  }
+
+  /**
    * Records `units` at `time`, or at the newest entry's time if that is later (a lease's, in the future, or a
    * clock that stepped back), as lua/sliding-log.lua does: entries stay in time order, and a unit never counts
    * for less than a window from its admission. Returns the time the units were recorded at.
