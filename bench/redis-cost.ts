@@ -125,7 +125,7 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       const keys = Array.from({ length: RUN }, (_, i) => (s.keys === undefined || i === 0 ? key : spreadKey(s)))
       return [
         ...['EVALSHA', slidingLogScript.sha1, String(RUN), ...keys.map((k) => keyOf(s.windowMs, k))],
-        ...keys.flatMap(() => consumeArgs(s.limit, s.windowMs)),
+        Buffer.concat(keys.flatMap(() => consumeArgs(s.limit, s.windowMs))),
       ]
     }
     const rows = []

@@ -5,9 +5,12 @@
 --
 -- KEYS        every call's keys, call after call: a call's keys are its windows' logs (format below) and share
 --             its tenant's hash tag; the keys of one run share one slot
--- ARGV[i]     call i, one binary string, big-endian (numbers as doubles, so that none is parsed from text); it
---             names one key per window (c, p, z) or per entry released (r), and one for a lease (l):
---   '>c1dd'     op, units, deadline:
+-- ARGV        the calls, in order: each ARGV one call or several concatenated (a store sends a run's calls as one
+--             argument: a client encodes each argument it sends). A call is binary, big-endian (numbers as doubles,
+--             so that none is parsed from text); it names one key per window (c, p, z) or per entry released (r),
+--             and one for a lease (l):
+--   '>Hc1dd'    size, op, units, deadline:
+--     size      the call's length in bytes, these two included
 --     op        'c' consume: record `units` in every enforced window, or in none if one lacks room
 --               'p' peek: decide for `units`, record nothing
 --               'l' lease: reserve between `min` and `units` units of its one key (see below)
@@ -74,8 +77,8 @@ local H, K = 85, 4
 local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 -- The header to its first cached entry, then the other three: a hot key's denial needs only the first part.
 local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
--- The call (see ARGV[1] above).
-local CALL, WINDOW, LEASE = '>c1dd', '>dddB', '>dddBddd'
+-- A call (see ARGV above).
+local CALL, WINDOW, LEASE = '>Hc1dd', '>dddB', '>dddBddd'
 -- Entries: 9 bytes, or 10 for a window over NARROW µs, and an entry with the header after it (what an admission
 -- writes); past REBASE µs, a rewrite moves the base.
 local NARROW, NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE =
@@ -91,22 +94,15 @@ local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
 -- Offsets go to Redis as strings (a number would be formatted with %.17g); '%d' formats faster than tostring.
 local format = string.format
 
-local calls = #ARGV
+local args = #ARGV
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
 
 -- Within a run, the fast path keeps the header it last read or wrote of one key (seen_key, seen), and holds back its
 -- last write to that key (due: SETRANGE of due at due_at) until a call needs another key, the general code runs or
 -- the run ends: the calls of a run on one hot key then read it once and write it once (they all record at the same
--- time, so each admission after the first rewrites the same entry and the header). Only a run makes write_due: a
--- closure with upvalues made on every call cost a lone call about 0.2 µs.
-local seen_key, seen, due_at, due, write_due
-if calls > 1 then
-  write_due = function()
-    redis.call('SETRANGE', seen_key, format('%d', due_at), due)
-    due = nil
-  end
-end
+-- time, so each admission after the first rewrites the same entry and the header). `single`: the run is one call.
+local seen_key, seen, due_at, due, write_due, single
 
 -- Each call in turn, at the same server time: a call's keys follow the previous call's. An error about a key ends
 -- its call before it writes anything (the general code reads every key before it writes one; the fast path fails on
@@ -114,573 +110,598 @@ end
 -- the loop: as a closure it cost a lone hot denial about 0.5 µs more.
 local general, replies
 local k = 1
-for i = 1, calls do
-  local A = ARGV[i]
-  local op, units, deadline, cursor = unpack(CALL, A)
-  local nk = op == 'l' and 1 or (#A - 17) / (op == 'r' and 16 or 25)
-  local reply
-  -- One window, consume or peek, on a key not held: the common call, answered in straight-line code from the
-  -- header (and, when the cached entries have all left the window, one read of the next few). Anything rarer (a
-  -- hold, a block due, a rewrite due, a wait beyond the cached entries, no live entry in that read) falls through
-  -- to the general code below, which reads the header again and handles every case; nothing is written before.
-  repeat
-    if deadline > 0 and now > deadline then
-      reply = pack('>bdI4', -1, now, 0)
-      break
+for a = 1, args do
+  local A = ARGV[a]
+  local pos = 1
+  while pos <= #A do
+    local size, op, units, deadline, cursor = unpack(CALL, A, pos)
+    if size < 19 then
+      -- Not a call this script's callers encode: stop, rather than read the same bytes forever.
+      return redis.error_reply('ERR sliding-log.lua: a call of ' .. size .. ' bytes is shorter than its header')
     end
-    if nk ~= 1 or (op ~= 'c' and op ~= 'p') then
-      break
+    if single == nil then
+      single = args == 1 and size == #A
     end
-    local key = KEYS[k]
-    local limit, window, block = unpack(WINDOW, A, cursor)
-    window = window * 1000
-    local raw = seen
-    if key ~= seen_key then
-      if due then
-        write_due()
-      end
-      raw = redis.pcall('GETRANGE', key, '-85', '-1')
-      if type(raw) ~= 'string' then
-        -- An error about this key (WRONGTYPE, say): it fails this call alone, its message after the status.
-        local message = tostring(raw.err)
-        reply = pack('>bdI4', -2, now, #message) .. message
+    local nk = op == 'l' and 1 or (size - 19) / (op == 'r' and 16 or 25)
+    local reply
+    -- One window, consume or peek, on a key not held: the common call, answered in straight-line code from the
+    -- header (and, when the cached entries have all left the window, one read of the next few). Anything rarer (a
+    -- hold, a block due, a rewrite due, a wait beyond the cached entries, no live entry in that read) falls through
+    -- to the general code below, which reads the header again and handles every case; nothing is written before.
+    repeat
+      if deadline > 0 and now > deadline then
+        reply = pack('>bdI4', -1, now, 0)
         break
       end
-      if calls > 1 then
-        seen_key, seen = key, raw
-      end
-    end
-    local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, rest
-    local rel, edge
-    local exists = #raw == H
-    if exists then
-      base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, rest = unpack(HEADER_FIRST, raw)
-      rel = now - base
-      edge = rel - window
-      if hold <= now and kc > 0 and t1 > edge and n > 0 and newest > edge and (op == 'p' or block == 0) then
-        -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost.
-        local used = (total - cum0) % M32
-        if used + units > limit and (c1 - cum0) % M32 >= used + units - limit then
-          reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((t1 + window - rel) / 1000),
-            ceil((newest + window - rel) / 1000), 0)
-          break
-        end
-      end
-      t2, c2, t3, c3, t4, c4 = unpack(HEADER_REST, raw, rest)
-    end
-    -- The key's entries: their size and format, and the age of the base past which a rewrite moves it.
-    local e, entry, entry_header, rebase = WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE
-    if window <= NARROW then
-      e, entry, entry_header, rebase = NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE
-    end
-    if not exists or (hold <= now and (n == 0 or newest <= edge)) then
-      -- A new key, or one with no hold whose entries have all left the window: it starts anew.
-      if op == 'p' then
-        reply = pack(REPLY, 1, now, 0, 1, limit, 0, 0, 0)
+      if nk ~= 1 or (op ~= 'c' and op ~= 'p') then
         break
       end
-      local total1 = units % M32
-      local ttl = ceil(2 * window / 1000)
-      local log = pack(entry_header, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1, 0, 0, 0, 0, 0, 0)
-      if due then
-        write_due()
-      end
-      redis.call('SET', key, log, 'PX', format('%d', ttl))
-      if calls > 1 then
-        seen = log:sub(e + 1)
-      end
-      reply = pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
-      break
-    end
-    if hold <= now then
-      -- The head moves past cached entries that have left the window; with none left, the next few are read.
-      while kc > 0 and t1 <= edge do
-        head, cum0, kc = head + 1, c1, kc - 1
-        t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
-      end
-      local fast = true
-      if kc == 0 then
+      local key = KEYS[k]
+      local limit, window, block = unpack(WINDOW, A, cursor)
+      window = window * 1000
+      local raw = seen
+      if key ~= seen_key then
         if due then
           write_due()
         end
-        local count = math.min(2 * K, n - head)
-        local chunk = redis.call('GETRANGE', key, format('%d', head * e), format('%d', (head + count) * e - 1))
-        local pos, t, c = 1, nil, nil
-        for _ = 1, count do
-          t, c, pos = unpack(entry, chunk, pos)
-          if kc == 0 and t <= edge then
-            head, cum0 = head + 1, c
-          elseif kc == 0 then
-            t1, c1, kc = t, c, 1
-          elseif kc == 1 then
-            t2, c2, kc = t, c, 2
-          elseif kc == 2 then
-            t3, c3, kc = t, c, 3
-          else
-            t4, c4, kc = t, c, 4
+        raw = redis.pcall('GETRANGE', key, '-85', '-1')
+        if type(raw) ~= 'string' then
+          -- An error about this key (WRONGTYPE, say): it fails this call alone, its message after the status.
+          local message = tostring(raw.err)
+          reply = pack('>bdI4', -2, now, #message) .. message
+          break
+        end
+        if not single then
+          seen_key, seen = key, raw
+        end
+      end
+      local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, rest
+      local rel, edge
+      local exists = #raw == H
+      if exists then
+        base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, rest = unpack(HEADER_FIRST, raw)
+        rel = now - base
+        edge = rel - window
+        if hold <= now and kc > 0 and t1 > edge and n > 0 and newest > edge and (op == 'p' or block == 0) then
+          -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost.
+          local used = (total - cum0) % M32
+          if used + units > limit and (c1 - cum0) % M32 >= used + units - limit then
+            reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((t1 + window - rel) / 1000),
+              ceil((newest + window - rel) / 1000), 0)
             break
           end
         end
-        fast = kc > 0
+        t2, c2, t3, c3, t4, c4 = unpack(HEADER_REST, raw, rest)
       end
-      local used = (total - cum0) % M32
-      if fast and used + units <= limit then
+      -- The key's entries: their size and format, and the age of the base past which a rewrite moves it.
+      local e, entry, entry_header, rebase = WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE
+      if window <= NARROW then
+        e, entry, entry_header, rebase = NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE
+      end
+      if not exists or (hold <= now and (n == 0 or newest <= edge)) then
+        -- A new key, or one with no hold whose entries have all left the window: it starts anew.
         if op == 'p' then
-          local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
-          reply = pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
+          reply = pack(REPLY, 1, now, 0, 1, limit, 0, 0, 0)
           break
         end
-        if not ((head >= 64 and head * 2 > n) or rel > rebase) then
-          local ts = math.max(rel, newest)
-          total = (total + units) % M32
-          if ts == newest then
-            if head + kc == n then
-              if kc == 1 then
-                c1 = total
-              elseif kc == 2 then
-                c2 = total
-              elseif kc == 3 then
-                c3 = total
-              else
-                c4 = total
+        local total1 = units % M32
+        local ttl = ceil(2 * window / 1000)
+        local log =
+          pack(entry_header, 0, total1, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1, 0, total1, 0, 0, 0, 0, 0, 0)
+        if due then
+          write_due()
+        end
+        redis.call('SET', key, log, 'PX', format('%d', ttl))
+        if not single then
+          seen = log:sub(e + 1)
+        end
+        reply = pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
+        break
+      end
+      if hold <= now then
+        -- The head moves past cached entries that have left the window; with none left, the next few are read.
+        while kc > 0 and t1 <= edge do
+          head, cum0, kc = head + 1, c1, kc - 1
+          t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
+        end
+        local fast = true
+        if kc == 0 then
+          if due then
+            write_due()
+          end
+          local count = math.min(2 * K, n - head)
+          local chunk = redis.call('GETRANGE', key, format('%d', head * e), format('%d', (head + count) * e - 1))
+          local pos, t, c = 1, nil, nil
+          for _ = 1, count do
+            t, c, pos = unpack(entry, chunk, pos)
+            if kc == 0 and t <= edge then
+              head, cum0 = head + 1, c
+            elseif kc == 0 then
+              t1, c1, kc = t, c, 1
+            elseif kc == 1 then
+              t2, c2, kc = t, c, 2
+            elseif kc == 2 then
+              t3, c3, kc = t, c, 3
+            else
+              t4, c4, kc = t, c, 4
+              break
+            end
+          end
+          fast = kc > 0
+        end
+        local used = (total - cum0) % M32
+        if fast and used + units <= limit then
+          if op == 'p' then
+            local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+            reply = pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
+            break
+          end
+          if not ((head >= 64 and head * 2 > n) or rel > rebase) then
+            local ts = math.max(rel, newest)
+            total = (total + units) % M32
+            if ts == newest then
+              if head + kc == n then
+                if kc == 1 then
+                  c1 = total
+                elseif kc == 2 then
+                  c2 = total
+                elseif kc == 3 then
+                  c3 = total
+                else
+                  c4 = total
+                end
               end
-            end
-          else
-            if head + kc == n and kc < K then
-              kc = kc + 1
-              if kc == 1 then
-                t1, c1 = ts, total
-              elseif kc == 2 then
-                t2, c2 = ts, total
-              elseif kc == 3 then
-                t3, c3 = ts, total
-              else
-                t4, c4 = ts, total
+            else
+              if head + kc == n and kc < K then
+                kc = kc + 1
+                if kc == 1 then
+                  t1, c1 = ts, total
+                elseif kc == 2 then
+                  t2, c2 = ts, total
+                elseif kc == 3 then
+                  t3, c3 = ts, total
+                else
+                  t4, c4 = ts, total
+                end
               end
+              n = n + 1
             end
-            n = n + 1
-          end
-          if expires < ts + window then
-            local ttl = ceil((ts + 2 * window - rel) / 1000)
-            expires = rel + ttl * 1000
-            redis.call('PEXPIRE', key, format('%d', ttl))
-          end
-          local written = pack(entry_header, ts, total, base, n, head, cum0, total, ts, expires, hold, kc, t1, c1, t2,
-            c2, t3, c3, t4, c4)
-          if calls == 1 then
-            redis.call('SETRANGE', key, format('%d', (n - 1) * e), written)
-          else
-            if due and due_at ~= (n - 1) * e then
-              write_due()
+            if expires < ts + window then
+              local ttl = ceil((ts + 2 * window - rel) / 1000)
+              expires = rel + ttl * 1000
+              redis.call('PEXPIRE', key, format('%d', ttl))
             end
-            due_at, due, seen = (n - 1) * e, written, written:sub(e + 1)
+            local written = pack(entry_header, ts, total, base, n, head, cum0, total, ts, expires, hold, kc, t1, c1, t2,
+              c2, t3, c3, t4, c4)
+            if single then
+              redis.call('SETRANGE', key, format('%d', (n - 1) * e), written)
+            else
+              if due and due_at ~= (n - 1) * e then
+                write_due()
+              elseif not write_due then
+                -- Made at a run's first held-back write: a closure made on every call cost a lone call about 0.2 µs.
+                write_due = function()
+                  redis.call('SETRANGE', seen_key, format('%d', due_at), due)
+                  due = nil
+                end
+              end
+              due_at, due, seen = (n - 1) * e, written, written:sub(e + 1)
+            end
+            reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
+            break
           end
-          reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
-          break
-        end
-      elseif fast and (op == 'p' or block == 0) then
-        -- Denied (and no block due): the entry that holds the (used + units - limit)-th oldest unit must leave first.
-        local nth, at = used + units - limit, nil
-        if kc >= 1 and (c1 - cum0) % M32 >= nth then
-          at = t1
-        elseif kc >= 2 and (c2 - cum0) % M32 >= nth then
-          at = t2
-        elseif kc >= 3 and (c3 - cum0) % M32 >= nth then
-          at = t3
-        elseif kc >= 4 and (c4 - cum0) % M32 >= nth then
-          at = t4
-        end
-        if at then
-          local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
-          reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
-          break
+        elseif fast and (op == 'p' or block == 0) then
+          -- Denied (and no block due): the entry that holds the (used + units - limit)-th oldest unit must leave first.
+          local nth, at = used + units - limit, nil
+          if kc >= 1 and (c1 - cum0) % M32 >= nth then
+            at = t1
+          elseif kc >= 2 and (c2 - cum0) % M32 >= nth then
+            at = t2
+          elseif kc >= 3 and (c3 - cum0) % M32 >= nth then
+            at = t3
+          elseif kc >= 4 and (c4 - cum0) % M32 >= nth then
+            at = t4
+          end
+          if at then
+            local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+            reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
+            break
+          end
         end
       end
-    end
-  until true
-  if not reply then
-    if due then
-      write_due()
-    end
-    seen_key = nil
-    if not general then
-      -- The general code, made here on the first call that needs it: a run whose calls all take the fast path never
-      -- makes its closures (their upvalues cost a hot denial more than the rest of its work). It returns call A's
-      -- reply; its keys are KEYS[k] to KEYS[k + nk - 1].
-      general = (function()
-        -- A log's entry size and format, and the age of its base past which a rewrite moves it.
-        local NARROW_FORM = { e = NARROW_E, entry = NARROW_ENTRY, rebase = NARROW_REBASE }
-        local WIDE_FORM = { e = WIDE_E, entry = WIDE_ENTRY, rebase = WIDE_REBASE }
+    until true
+    if not reply then
+      if due then
+        write_due()
+      end
+      seen_key = nil
+      if not general then
+        -- The general code, made here on the first call that needs it: a run whose calls all take the fast path never
+        -- makes its closures (their upvalues cost a hot denial more than the rest of its work). It returns call A's
+        -- reply; its keys are KEYS[k] to KEYS[k + nk - 1].
+        general = (function()
+          -- A log's entry size and format, and the age of its base past which a rewrite moves it.
+          local NARROW_FORM = { e = NARROW_E, entry = NARROW_ENTRY, rebase = NARROW_REBASE }
+          local WIDE_FORM = { e = WIDE_E, entry = WIDE_ENTRY, rebase = WIDE_REBASE }
 
-        -- Entries from..from+count-1 of a log's body: their times and running totals.
-        local function entries_at(log, from, count)
-          local e = log.form.e
-          local raw = redis.call('GETRANGE', log.key, format('%d', from * e), format('%d', (from + count) * e - 1))
-          local ts, cum, pos, entry = {}, {}, 1, log.form.entry
-          for i = 1, count do
-            ts[i], cum[i], pos = unpack(entry, raw, pos)
-          end
-          return ts, cum
-        end
-
-        -- The first entry in [lo, hi] for which `after(ts, cum)` holds (it holds for hi): a binary search by GETRANGE.
-        local function search(log, lo, hi, after)
-          while lo < hi do
-            local mid = math.floor((lo + hi) / 2)
-            local ts, cum = entries_at(log, mid, 1)
-            if after(ts[1], cum[1]) then
-              hi = mid
-            else
-              lo = mid + 1
+          -- Entries from..from+count-1 of a log's body: their times and running totals.
+          local function entries_at(log, from, count)
+            local e = log.form.e
+            local raw = redis.call('GETRANGE', log.key, format('%d', from * e), format('%d', (from + count) * e - 1))
+            local ts, cum, pos, entry = {}, {}, 1, log.form.entry
+            for i = 1, count do
+              ts[i], cum[i], pos = unpack(entry, raw, pos)
             end
+            return ts, cum
           end
-          return lo
-        end
 
-        -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
-        -- Times in the log (and `now` here) are µs since its base; `hold` is server µs. `exists`: the key holds a log.
-        local function open(key, window)
-          local form = window <= NARROW and NARROW_FORM or WIDE_FORM
-          local raw = redis.call('GETRANGE', key, '-85', '-1')
-          if #raw ~= H then
-            return { key = key, window = window, form = form, n = 0, used = 0, hold = 0, exists = false }
-          end
-          local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
-          local log = {
-            key = key,
-            window = window,
-            form = form,
-            exists = true,
-            base = base,
-            n = n,
-            head = head,
-            cum0 = cum0,
-            total = total,
-            newest = newest,
-            expires = expires,
-            hold = hold,
-            kc = kc,
-            now = now - base,
-            used = 0,
-            ts = { t1, t2, t3, t4 },
-            cum = { c1, c2, c3, c4 },
-          }
-          local edge = log.now - window
-          if n == 0 or newest <= edge then
-            -- Every entry has left the window (or the key is a hold alone): the log is empty, a write starts it anew.
-            log.n = 0
-            return log
-          end
-          if kc == 0 or t1 <= edge then
-            local ts, cum = log.ts, log.cum
-            local live = 2
-            while live <= kc and ts[live] <= edge do
-              live = live + 1
+          -- The first entry in [lo, hi] for which `after(ts, cum)` holds (it holds for hi): a binary search, by
+          -- GETRANGE.
+          local function search(log, lo, hi, after)
+            while lo < hi do
+              local mid = math.floor((lo + hi) / 2)
+              local ts, cum = entries_at(log, mid, 1)
+              if after(ts[1], cum[1]) then
+                hi = mid
+              else
+                lo = mid + 1
+              end
             end
-            if live > kc then
-              -- The cache holds no live entry: the first is further on, read in a chunk (or found by a binary search).
-              local from = head + kc
-              local before = kc > 0 and cum[kc] or cum0
-              local count = math.min(2 * K, n - from)
-              local cts, ccum = entries_at(log, from, count)
-              local first = 1
-              while cts[first] <= edge do
-                before = ccum[first]
-                first = first + 1
+            return lo
+          end
+
+          -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
+          -- Times in the log (and `now` here) are µs since its base; `hold` is server µs. `exists`: the key holds a
+          -- log.
+          local function open(key, window)
+            local form = window <= NARROW and NARROW_FORM or WIDE_FORM
+            local raw = redis.call('GETRANGE', key, '-85', '-1')
+            if #raw ~= H then
+              return { key = key, window = window, form = form, n = 0, used = 0, hold = 0, exists = false }
+            end
+            local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 =
+              unpack(HEADER, raw)
+            local log = {
+              key = key,
+              window = window,
+              form = form,
+              exists = true,
+              base = base,
+              n = n,
+              head = head,
+              cum0 = cum0,
+              total = total,
+              newest = newest,
+              expires = expires,
+              hold = hold,
+              kc = kc,
+              now = now - base,
+              used = 0,
+              ts = { t1, t2, t3, t4 },
+              cum = { c1, c2, c3, c4 },
+            }
+            local edge = log.now - window
+            if n == 0 or newest <= edge then
+              -- Every entry has left the window (or the key is a hold alone): the log is empty, a write starts it anew.
+              log.n = 0
+              return log
+            end
+            if kc == 0 or t1 <= edge then
+              local ts, cum = log.ts, log.cum
+              local live = 2
+              while live <= kc and ts[live] <= edge do
+                live = live + 1
+              end
+              if live > kc then
+                -- The cache holds no live entry: the first is further on, read in a chunk (or found by a binary
+                -- search).
+                local from = head + kc
+                local before = kc > 0 and cum[kc] or cum0
+                local count = math.min(2 * K, n - from)
+                local cts, ccum = entries_at(log, from, count)
+                local first = 1
+                while cts[first] <= edge do
+                  before = ccum[first]
+                  first = first + 1
+                  if first > count then
+                    break
+                  end
+                end
                 if first > count then
-                  break
+                  from = search(log, from + count, n - 1, function(t)
+                    return t > edge
+                  end)
+                  cts, ccum = entries_at(log, from - 1, math.min(K, n - from) + 1)
+                  before = table.remove(ccum, 1)
+                  table.remove(cts, 1)
+                  first = 1
                 end
-              end
-              if first > count then
-                from = search(log, from + count, n - 1, function(t)
-                  return t > edge
-                end)
-                cts, ccum = entries_at(log, from - 1, math.min(K, n - from) + 1)
-                before = table.remove(ccum, 1)
-                table.remove(cts, 1)
-                first = 1
-              end
-              log.head, log.cum0 = from + first - 1, before
-              kc = 0
-              for i = first, math.min(#cts, first + K - 1) do
-                kc = kc + 1
-                ts[kc], cum[kc] = cts[i], ccum[i]
-              end
-            else
-              log.head, log.cum0 = head + live - 1, cum[live - 1]
-              for i = live, kc do
-                ts[i - live + 1], cum[i - live + 1] = ts[i], cum[i]
-              end
-              kc = kc - live + 1
-            end
-            for i = kc + 1, K do
-              ts[i], cum[i] = 0, 0
-            end
-            log.kc = kc
-          end
-          log.used = (total - log.cum0) % M32
-          return log
-        end
-
-        -- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs,
-        -- resetMs, and whether the window itself has room (a held key has room, yet is denied).
-        local function answer(log, limit, cost)
-          local allowed, remaining, retry, reset = 1, limit, 0, 0
-          if log.n > 0 then
-            local used, window, rel = log.used, log.window, log.now
-            -- A release can leave the newest entry empty: it still bounds the reset, unless the window holds nothing.
-            reset = used > 0 and ceil((log.newest + window - rel) / 1000) or 0
-            remaining = math.max(0, limit - used)
-            if used + cost > limit then
-              -- The entry that holds the (used + cost - limit)-th oldest unit must leave first.
-              local nth, cum0, at = used + cost - limit, log.cum0, nil
-              for i = 1, log.kc do
-                if (log.cum[i] - cum0) % M32 >= nth then
-                  at = log.ts[i]
-                  break
+                log.head, log.cum0 = from + first - 1, before
+                kc = 0
+                for i = first, math.min(#cts, first + K - 1) do
+                  kc = kc + 1
+                  ts[kc], cum[kc] = cts[i], ccum[i]
                 end
+              else
+                log.head, log.cum0 = head + live - 1, cum[live - 1]
+                for i = live, kc do
+                  ts[i - live + 1], cum[i - live + 1] = ts[i], cum[i]
+                end
+                kc = kc - live + 1
               end
-              if at == nil then
-                local found = search(log, log.head + log.kc, log.n - 1, function(_, cum)
-                  return (cum - cum0) % M32 >= nth
-                end)
-                at = entries_at(log, found, 1)[1]
+              for i = kc + 1, K do
+                ts[i], cum[i] = 0, 0
               end
-              allowed, retry = 0, ceil((at + window - rel) / 1000)
-            end
-          end
-          local room = allowed == 1
-          if log.exists and log.hold > now then
-            allowed, retry = 0, math.max(retry, ceil((log.hold - now) / 1000))
-          end
-          return allowed, remaining, retry, reset, room
-        end
-
-        local function header(log)
-          local ts, cum = log.ts, log.cum
-          return pack(HEADER, log.base, log.n, log.head, log.cum0, log.total, log.newest, log.expires, log.hold, log.kc,
-            ts[1], cum[1], ts[2], cum[2], ts[3], cum[3], ts[4], cum[4])
-        end
-
-        -- The hold to keep in a log written anew: a hold still running, or none.
-        local function live_hold(log)
-          return (log.exists and log.hold > now) and log.hold or 0
-        end
-
-        -- Records `count` units at `at` (server µs, >= now) or at the newest entry's time if later; returns that time.
-        local function record(log, count, at)
-          local window = log.window
-          if log.n == 0 then
-            local ts = at - now
-            local total = count % M32
-            local hold = live_hold(log)
-            log.base, log.now, log.n, log.head, log.cum0, log.total, log.newest, log.kc = now, 0, 1, 0, 0, total, ts, 1
-            log.hold, log.ts, log.cum = hold, { ts, 0, 0, 0 }, { total, 0, 0, 0 }
-            local ttl = ceil(math.max(ts + 2 * window, hold - now) / 1000)
-            log.expires = ttl * 1000
-            redis.call('SET', log.key, pack(log.form.entry, ts, total) .. header(log), 'PX', format('%d', ttl))
-            return at
-          end
-          local ts = math.max(at - log.base, log.newest)
-          local n, head, kc = log.n, log.head, log.kc
-          local e, entry, rebase = log.form.e, log.form.entry, log.now > log.form.rebase
-          -- Out-of-window entries outnumber the live ones (or the base is old): rewrite the log without them.
-          local compact = (head >= 64 and head * 2 > n) or rebase
-          local merge = ts == log.newest
-          log.total = (log.total + count) % M32
-          log.newest = ts
-          if merge then
-            if head + kc == n then
-              log.cum[kc] = log.total
-            end
-          else
-            if head + kc == n and kc < K then
-              kc = kc + 1
-              log.ts[kc], log.cum[kc] = ts, log.total
               log.kc = kc
             end
-            n = n + 1
+            log.used = (total - log.cum0) % M32
+            return log
           end
-          local last = pack(entry, ts, log.total)
-          if log.expires < ts + window then
-            local ttl = ceil((math.max(ts + 2 * window, live_hold(log) - log.base) - log.now) / 1000)
-            log.expires = log.now + ttl * 1000
-            redis.call('PEXPIRE', log.key, format('%d', ttl))
+
+          -- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs,
+          -- resetMs, and whether the window itself has room (a held key has room, yet is denied).
+          local function answer(log, limit, cost)
+            local allowed, remaining, retry, reset = 1, limit, 0, 0
+            if log.n > 0 then
+              local used, window, rel = log.used, log.window, log.now
+              -- A release can leave the newest entry empty: it still bounds the reset, unless the window holds nothing.
+              reset = used > 0 and ceil((log.newest + window - rel) / 1000) or 0
+              remaining = math.max(0, limit - used)
+              if used + cost > limit then
+                -- The entry that holds the (used + cost - limit)-th oldest unit must leave first.
+                local nth, cum0, at = used + cost - limit, log.cum0, nil
+                for i = 1, log.kc do
+                  if (log.cum[i] - cum0) % M32 >= nth then
+                    at = log.ts[i]
+                    break
+                  end
+                end
+                if at == nil then
+                  local found = search(log, log.head + log.kc, log.n - 1, function(_, cum)
+                    return (cum - cum0) % M32 >= nth
+                  end)
+                  at = entries_at(log, found, 1)[1]
+                end
+                allowed, retry = 0, ceil((at + window - rel) / 1000)
+              end
+            end
+            local room = allowed == 1
+            if log.exists and log.hold > now then
+              allowed, retry = 0, math.max(retry, ceil((log.hold - now) / 1000))
+            end
+            return allowed, remaining, retry, reset, room
           end
-          if not compact then
-            log.n = n
-            redis.call('SETRANGE', log.key, format('%d', (n - 1) * e), last .. header(log))
+
+          local function header(log)
+            local ts, cum = log.ts, log.cum
+            return pack(HEADER, log.base, log.n, log.head, log.cum0, log.total, log.newest, log.expires, log.hold,
+              log.kc, ts[1], cum[1], ts[2], cum[2], ts[3], cum[3], ts[4], cum[4])
+          end
+
+          -- The hold to keep in a log written anew: a hold still running, or none.
+          local function live_hold(log)
+            return (log.exists and log.hold > now) and log.hold or 0
+          end
+
+          -- Records `count` units at `at` (server µs, >= now) or at the newest entry's time if later; returns that
+          -- time.
+          local function record(log, count, at)
+            local window = log.window
+            if log.n == 0 then
+              local ts = at - now
+              local total = count % M32
+              local hold = live_hold(log)
+              log.base, log.now, log.n, log.head, log.cum0, log.total, log.newest = now, 0, 1, 0, 0, total, ts
+              log.kc, log.hold, log.ts, log.cum = 1, hold, { ts, 0, 0, 0 }, { total, 0, 0, 0 }
+              local ttl = ceil(math.max(ts + 2 * window, hold - now) / 1000)
+              log.expires = ttl * 1000
+              redis.call('SET', log.key, pack(log.form.entry, ts, total) .. header(log), 'PX', format('%d', ttl))
+              return at
+            end
+            local ts = math.max(at - log.base, log.newest)
+            local n, head, kc = log.n, log.head, log.kc
+            local e, entry, rebase = log.form.e, log.form.entry, log.now > log.form.rebase
+            -- Out-of-window entries outnumber the live ones (or the base is old): rewrite the log without them.
+            local compact = (head >= 64 and head * 2 > n) or rebase
+            local merge = ts == log.newest
+            log.total = (log.total + count) % M32
+            log.newest = ts
+            if merge then
+              if head + kc == n then
+                log.cum[kc] = log.total
+              end
+            else
+              if head + kc == n and kc < K then
+                kc = kc + 1
+                log.ts[kc], log.cum[kc] = ts, log.total
+                log.kc = kc
+              end
+              n = n + 1
+            end
+            local last = pack(entry, ts, log.total)
+            if log.expires < ts + window then
+              local ttl = ceil((math.max(ts + 2 * window, live_hold(log) - log.base) - log.now) / 1000)
+              log.expires = log.now + ttl * 1000
+              redis.call('PEXPIRE', log.key, format('%d', ttl))
+            end
+            if not compact then
+              log.n = n
+              redis.call('SETRANGE', log.key, format('%d', (n - 1) * e), last .. header(log))
+              return log.base + ts
+            end
+            local last_at = (log.n - (merge and 1 or 0)) * e - 1
+            local body = redis.call('GETRANGE', log.key, format('%d', head * e), format('%d', last_at))
+            log.n, log.head = n - head, 0
+            if rebase then
+              -- Rare (a log written to for years): times move to a new base, the oldest live entry's, entry by entry.
+              local shift, parts, pos = log.ts[1], {}, 1
+              body = body .. last
+              for i = 1, log.n do
+                local t, c
+                t, c, pos = unpack(entry, body, pos)
+                parts[i] = pack(entry, math.max(0, t - shift), c)
+              end
+              body, last = table.concat(parts), ''
+              for i = 1, log.kc do
+                log.ts[i] = math.max(0, log.ts[i] - shift)
+              end
+              log.base, log.newest, log.now = log.base + shift, log.newest - shift, log.now - shift
+              log.expires = math.max(0, log.expires - shift)
+              ts = ts - shift
+            end
+            redis.call('SET', log.key, body .. last .. header(log), 'KEEPTTL')
             return log.base + ts
           end
-          local body = redis.call('GETRANGE', log.key, format('%d', head * e), format('%d', (log.n - (merge and 1 or 0)) * e - 1))
-          log.n, log.head = n - head, 0
-          if rebase then
-            -- Rare (a log written to for years): times move to a new base, the oldest live entry's, entry by entry.
-            local shift, parts, pos = log.ts[1], {}, 1
-            body = body .. last
-            for i = 1, log.n do
-              local t, c
-              t, c, pos = unpack(entry, body, pos)
-              parts[i] = pack(entry, math.max(0, t - shift), c)
-            end
-            body, last = table.concat(parts), ''
-            for i = 1, log.kc do
-              log.ts[i] = math.max(0, log.ts[i] - shift)
-            end
-            log.base, log.newest, log.now = log.base + shift, log.newest - shift, log.now - shift
-            log.expires = math.max(0, log.expires - shift)
-            ts = ts - shift
-          end
-          redis.call('SET', log.key, body .. last .. header(log), 'KEEPTTL')
-          return log.base + ts
-        end
 
-        -- Holds a key until `untl` (server µs) unless it is held longer, and keeps the key that long.
-        local function hold_until(log, untl)
-          if log.exists and log.hold >= untl then
-            return
-          end
-          if log.n == 0 then
-            -- No live entry: the key becomes a header alone, which lives as long as the hold.
-            local ttl = ceil((untl - now) / 1000)
-            log.base, log.head, log.cum0, log.total, log.newest, log.kc = now, 0, 0, 0, 0, 0
-            log.expires, log.hold, log.ts, log.cum = ttl * 1000, untl, { 0, 0, 0, 0 }, { 0, 0, 0, 0 }
-            redis.call('SET', log.key, header(log), 'PX', format('%d', ttl))
-            return
-          end
-          log.hold = untl
-          if log.expires < untl - log.base then
-            local ttl = ceil((untl - now) / 1000)
-            log.expires = log.now + ttl * 1000
-            redis.call('PEXPIRE', log.key, format('%d', ttl))
-          end
-          redis.call('SETRANGE', log.key, format('%d', log.n * log.form.e), header(log))
-        end
-
-        return function(A, k, nk, op, units, cursor)
-          if op == 'r' then
-            -- Removes up to `units` units recorded at the given time from each key's entry of that time, if it is still in
-            -- the window.
-            local logs, times = {}, {}
-            for j = 1, nk do
-              local recorded, window
-              recorded, window, cursor = unpack('>dd', A, cursor)
-              logs[j], times[j] = open(KEYS[k + j - 1], window * 1000), recorded
+          -- Holds a key until `untl` (server µs) unless it is held longer, and keeps the key that long.
+          local function hold_until(log, untl)
+            if log.exists and log.hold >= untl then
+              return
             end
-            local most = 0
-            for j, log in ipairs(logs) do
-              local recorded, removed = times[j], 0
-              local ts = log.n > 0 and recorded - log.base
-              if ts and ts > log.now - log.window and ts <= log.newest then
-                local first = search(log, log.head, log.n - 1, function(t)
-                  return t >= ts
-                end)
-                local from = math.max(first - 1, 0)
-                local tss, cums = {}, {}
-                if log.n - first <= MAX_RELEASE_TAIL then
-                  tss, cums = entries_at(log, from, log.n - from)
-                end
-                local i = first - from + 1
-                if tss[i] == ts then
-                  local before = first > 0 and cums[1] or log.cum0
-                  removed = math.min(units, (cums[i] - before) % M32)
-                end
-                if removed > 0 then
-                  -- Every running total from that entry on drops by the units removed, in the body and in the cache.
-                  local parts = {}
-                  for e = i, #tss do
-                    parts[#parts + 1] = pack(log.form.entry, tss[e], (cums[e] - removed) % M32)
-                  end
-                  for e = 1, log.kc do
-                    if log.head + e - 1 >= first then
-                      log.cum[e] = (log.cum[e] - removed) % M32
-                    end
-                  end
-                  log.total = (log.total - removed) % M32
-                  redis.call('SETRANGE', log.key, format('%d', first * log.form.e), table.concat(parts) .. header(log))
-                end
+            if log.n == 0 then
+              -- No live entry: the key becomes a header alone, which lives as long as the hold.
+              local ttl = ceil((untl - now) / 1000)
+              log.base, log.head, log.cum0, log.total, log.newest, log.kc = now, 0, 0, 0, 0, 0
+              log.expires, log.hold, log.ts, log.cum = ttl * 1000, untl, { 0, 0, 0, 0 }, { 0, 0, 0, 0 }
+              redis.call('SET', log.key, header(log), 'PX', format('%d', ttl))
+              return
+            end
+            log.hold = untl
+            if log.expires < untl - log.base then
+              local ttl = ceil((untl - now) / 1000)
+              log.expires = log.now + ttl * 1000
+              redis.call('PEXPIRE', log.key, format('%d', ttl))
+            end
+            redis.call('SETRANGE', log.key, format('%d', log.n * log.form.e), header(log))
+          end
+
+          return function(A, k, nk, op, units, cursor)
+            if op == 'r' then
+              -- Removes up to `units` units recorded at the given time from each key's entry of that time, if it is
+              -- still in the window.
+              local logs, times = {}, {}
+              for j = 1, nk do
+                local recorded, window
+                recorded, window, cursor = unpack('>dd', A, cursor)
+                logs[j], times[j] = open(KEYS[k + j - 1], window * 1000), recorded
               end
-              most = math.max(most, removed)
+              local most = 0
+              for j, log in ipairs(logs) do
+                local recorded, removed = times[j], 0
+                local ts = log.n > 0 and recorded - log.base
+                if ts and ts > log.now - log.window and ts <= log.newest then
+                  local first = search(log, log.head, log.n - 1, function(t)
+                    return t >= ts
+                  end)
+                  local from = math.max(first - 1, 0)
+                  local tss, cums = {}, {}
+                  if log.n - first <= MAX_RELEASE_TAIL then
+                    tss, cums = entries_at(log, from, log.n - from)
+                  end
+                  local i = first - from + 1
+                  if tss[i] == ts then
+                    local before = first > 0 and cums[1] or log.cum0
+                    removed = math.min(units, (cums[i] - before) % M32)
+                  end
+                  if removed > 0 then
+                    -- Every running total from that entry on drops by the units removed, in the body and in the cache.
+                    local parts = {}
+                    for e = i, #tss do
+                      parts[#parts + 1] = pack(log.form.entry, tss[e], (cums[e] - removed) % M32)
+                    end
+                    for e = 1, log.kc do
+                      if log.head + e - 1 >= first then
+                        log.cum[e] = (log.cum[e] - removed) % M32
+                      end
+                    end
+                    log.total = (log.total - removed) % M32
+                    local offset = format('%d', first * log.form.e)
+                    redis.call('SETRANGE', log.key, offset, table.concat(parts) .. header(log))
+                  end
+                end
+                most = math.max(most, removed)
+              end
+              return pack('>bdI4', most > 0 and 1 or 0, now, most)
             end
-            return pack('>bdI4', most > 0 and 1 or 0, now, most)
-          end
 
-          if op == 'z' then
-            local logs = {}
-            for j = 1, nk do
-              local _, window
-              _, window, _, _, cursor = unpack(WINDOW, A, cursor)
-              logs[j] = open(KEYS[k + j - 1], window * 1000)
+            if op == 'z' then
+              local logs = {}
+              for j = 1, nk do
+                local _, window
+                _, window, _, _, cursor = unpack(WINDOW, A, cursor)
+                logs[j] = open(KEYS[k + j - 1], window * 1000)
+              end
+              for _, log in ipairs(logs) do
+                hold_until(log, now + units * 1000)
+              end
+              return pack('>bdI4', 1, now, 0)
             end
-            for _, log in ipairs(logs) do
-              hold_until(log, now + units * 1000)
-            end
-            return pack('>bdI4', 1, now, 0)
-          end
 
-          if op == 'l' then
-            -- Reserves between `min` and `units` units, recorded at the lease's expiry.
-            local limit, window, _, _, min, wait_for, ttl = unpack(LEASE, A, cursor)
-            if ttl * 1000 > (window * 1000 <= NARROW and NARROW_LEASE or WIDE_LEASE) then
-              error(format('a lease of %d ms is longer than this log can record (see lua/sliding-log.lua)', ttl), 0)
+            if op == 'l' then
+              -- Reserves between `min` and `units` units, recorded at the lease's expiry.
+              local limit, window, _, _, min, wait_for, ttl = unpack(LEASE, A, cursor)
+              if ttl * 1000 > (window * 1000 <= NARROW and NARROW_LEASE or WIDE_LEASE) then
+                error(format('a lease of %d ms is longer than this log can record (see lua/sliding-log.lua)', ttl), 0)
+              end
+              local log = open(KEYS[k], window * 1000)
+              local available = limit - log.used
+              if available >= min and live_hold(log) == 0 then
+                local granted = math.min(units, available)
+                local at = record(log, granted, now + ttl * 1000)
+                local reset = ceil((log.newest + log.window - log.now) / 1000)
+                return pack(REPLY, 1, now, granted, 1, available - granted, 0, reset, at)
+              end
+              local allowed, remaining, retry, reset = answer(log, limit, wait_for)
+              return pack(REPLY, 0, now, 0, allowed, remaining, retry, reset, 0)
             end
-            local log = open(KEYS[k], window * 1000)
-            local available = limit - log.used
-            if available >= min and live_hold(log) == 0 then
-              local granted = math.min(units, available)
-              local at = record(log, granted, now + ttl * 1000)
-              local reset = ceil((log.newest + log.window - log.now) / 1000)
-              return pack(REPLY, 1, now, granted, 1, available - granted, 0, reset, at)
-            end
-            local allowed, remaining, retry, reset = answer(log, limit, wait_for)
-            return pack(REPLY, 0, now, 0, allowed, remaining, retry, reset, 0)
-          end
 
-          -- Every window of the call: decided, then recorded only if each enforced one admits; a window that lacked room
-          -- for a consume is held for its block.
-          local logs, answers, fits = {}, {}, true
-          for i = 1, nk do
-            local limit, window, block, shadow
-            limit, window, block, shadow, cursor = unpack(WINDOW, A, cursor)
-            local log = open(KEYS[k + i - 1], window * 1000)
-            local a = { answer(log, limit, units) }
-            shadow = shadow == 1
-            a[6], a[7] = shadow, block * 1000
-            logs[i], answers[i] = log, a
-            if a[1] == 0 and not (shadow and nk > 1) then
-              fits = false
+            -- Every window of the call: decided, then recorded only if each enforced one admits; a window that lacked
+            -- room for a consume is held for its block.
+            local logs, answers, fits = {}, {}, true
+            for i = 1, nk do
+              local limit, window, block, shadow
+              limit, window, block, shadow, cursor = unpack(WINDOW, A, cursor)
+              local log = open(KEYS[k + i - 1], window * 1000)
+              local a = { answer(log, limit, units) }
+              shadow = shadow == 1
+              a[6], a[7] = shadow, block * 1000
+              logs[i], answers[i] = log, a
+              if a[1] == 0 and not (shadow and nk > 1) then
+                fits = false
+              end
             end
-          end
-          local recorded = fits and op == 'c'
-          local reply = { pack('>bdI4', fits and 1 or 0, now, recorded and units or 0) }
-          for i, log in ipairs(logs) do
-            local a, at = answers[i], 0
-            if recorded and a[1] == 1 then
-              at = record(log, units, now)
-              a[2], a[4] = a[2] - units, ceil((log.newest + log.window - log.now) / 1000)
-            elseif op == 'c' and not a[5] and a[7] > 0 then
-              hold_until(log, now + a[7])
-              a[3] = math.max(a[3], ceil(a[7] / 1000))
+            local recorded = fits and op == 'c'
+            local reply = { pack('>bdI4', fits and 1 or 0, now, recorded and units or 0) }
+            for i, log in ipairs(logs) do
+              local a, at = answers[i], 0
+              if recorded and a[1] == 1 then
+                at = record(log, units, now)
+                a[2], a[4] = a[2] - units, ceil((log.newest + log.window - log.now) / 1000)
+              elseif op == 'c' and not a[5] and a[7] > 0 then
+                hold_until(log, now + a[7])
+                a[3] = math.max(a[3], ceil(a[7] / 1000))
+              end
+              reply[i + 1] = pack('>bI4I6I6d', a[1], a[2], a[3], a[4], at)
             end
-            reply[i + 1] = pack('>bI4I6I6d', a[1], a[2], a[3], a[4], at)
+            return table.concat(reply)
           end
-          return table.concat(reply)
-        end
-      end)()
+        end)()
+      end
+      local ok, result = pcall(general, A, k, nk, op, units, cursor)
+      reply = result
+      if not ok then
+        local message = type(result) == 'table' and tostring(result.err) or tostring(result)
+        reply = pack('>bdI4', -2, now, #message) .. message
+      end
     end
-    local ok, result = pcall(general, A, k, nk, op, units, cursor)
-    reply = result
-    if not ok then
-      local message = type(result) == 'table' and tostring(result.err) or tostring(result)
-      reply = pack('>bdI4', -2, now, #message) .. message
+    if single then
+      return reply
     end
+    replies = replies or {}
+    replies[#replies + 1] = reply
+    k = k + nk
+    pos = pos + size
   end
-  if calls == 1 then
-    return reply
-  end
-  replies = replies or {}
-  replies[i] = reply
-  k = k + nk
 end
 if due then
   write_due()

@@ -2,7 +2,7 @@ import type { LuaScript } from '../../packages/core/src/store/script-runner.js'
 
 const TIME_CALL = "local time = redis.call('TIME')"
 // The calls of a run are its ARGV: under the test clock, all but the clock's two.
-const CALL_COUNT = 'local calls = #ARGV\n'
+const CALL_COUNT = 'local args = #ARGV\n'
 const EXPIRE_CALL = /redis\.call\('PEXPIRE', [\w.]+, format\('%d', ttl\)\)/g
 // A new log, and a hold on a key with no entry, are written with an expiry (SET … PX): under the test clock, without.
 const SET_EXPIRY = ", 'PX', format('%d', ttl))"
@@ -25,7 +25,7 @@ export function withTestClock(script: LuaScript): LuaScript {
   }
   const lua = script.lua
     .replace(TIME_CALL, 'local time = { ARGV[#ARGV - 1], ARGV[#ARGV] }')
-    .replace(CALL_COUNT, 'local calls = #ARGV - 2\n')
+    .replace(CALL_COUNT, 'local args = #ARGV - 2\n')
     .replaceAll(EXPIRE_CALL, '-- PEXPIRE left out under the test clock')
     .replaceAll(SET_EXPIRY, ')')
   return { name: `${script.name}-test-clock`, lua, sha1: '0'.repeat(40) }

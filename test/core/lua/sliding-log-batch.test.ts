@@ -50,12 +50,15 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
     const seconds = Math.floor(nowUs / 1_000_000)
     return [String(seconds), String(nowUs - seconds * 1_000_000)]
   }
-  /** Runs `calls` on `keys` at `nowUs` as one run; each call's reply. */
+  /**
+   * Runs `calls` on `keys` at `nowUs` as one run, in one argument as a store sends them (the other tests here send
+   * one call per argument, which the script takes too); each call's reply.
+   */
   async function run(keys: readonly string[], calls: readonly RunCall[], nowUs: number): Promise<Buffer[]> {
     const reply = await createScriptRunner(redis).runBuffer(
       script,
       calls.flatMap((call) => call.keys.map((k) => keys[k] as string)),
-      [...calls.map((call) => textCall(call.args)), ...clockArgs(nowUs)],
+      [Buffer.concat(calls.map((call) => textCall(call.args))), ...clockArgs(nowUs)],
     )
     return splitRun(
       reply,
@@ -146,5 +149,20 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
     expect(late).to.include({ status: -1, units: 0 })
     expect(third.windows[0]).to.include({ allowed: true, remaining: 2 })
     expect([first.nowUs, late.nowUs], 'one server time for the run').to.deep.equal([third.nowUs, third.nowUs])
+  })
+
+  it('refuses a call whose stated length is shorter than a call, rather than reading the same bytes forever', async () => {
+    const key = `{${uniquePrefix()}}:k`
+    const good = textCall(['c', 1, 0, 5, 60_000, '0'])
+    const short = Buffer.from(good)
+    short.writeUInt16BE(3, 0)
+    const refused = await createScriptRunner(redis)
+      .runBuffer(slidingLogScript, [key, key], [Buffer.concat([good, short])])
+      .catch((error: unknown) => error)
+    expect(refused)
+      .to.be.instanceOf(Error)
+      .with.property('message')
+      .match(/a call of 3 bytes is shorter than its header/)
+    expect(await redis.exists(key), 'a script that errors is not rolled back: the first call is recorded').to.equal(1)
   })
 })

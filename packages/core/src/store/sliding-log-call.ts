@@ -19,14 +19,19 @@ export interface LogWindow {
   readonly shadow?: boolean
 }
 
-const CALL = 17 // '>c1dd': op, units, deadline
+const CALL = 19 // '>Hc1dd': the call's length in bytes, op, units, deadline
 const WINDOW = 25 // '>dddB': limit, window, block, shadow
-const DEADLINE_AT = 9
+const DEADLINE_AT = 11
+// A call's length is its first two bytes: the script finds the next call of a run by it.
+const MAX_CALL = 0xffff
 
 function call(op: 'c' | 'p' | 'l' | 'r' | 'z', units: number, size: number): Buffer {
+  if (size > MAX_CALL)
+    throw new RangeError(`a call of lua/sliding-log.lua takes at most ${MAX_CALL} bytes (about 2 600 windows)`)
   const bytes = Buffer.allocUnsafe(size)
-  bytes.write(op, 0, 'latin1')
-  bytes.writeDoubleBE(units, 1)
+  bytes.writeUInt16BE(size, 0)
+  bytes.write(op, 2, 'latin1')
+  bytes.writeDoubleBE(units, 3)
   bytes.writeDoubleBE(0, DEADLINE_AT)
   return bytes
 }
