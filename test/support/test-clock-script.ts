@@ -1,7 +1,7 @@
 import type { LuaScript } from '../../packages/core/src/store/script-runner.js'
 
 const TIME_CALL = "local time = redis.call('TIME')"
-// The calls of a run are its ARGV: under the test clock, all but the clock's two.
+// A run's calls are in its ARGV (one call or several to an argument): under the test clock, all but the last two.
 const CALL_COUNT = 'local args = #ARGV\n'
 const EXPIRE_CALL = /redis\.call\('PEXPIRE', [\w.]+, format\('%d', ttl\)\)/g
 // A new log, and a hold on a key with no entry, are written with an expiry (SET … PX): under the test clock, without.
