@@ -79,6 +79,8 @@ local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
 -- A call (see ARGV above).
 local CALL, WINDOW, LEASE = '>Hc1dd', '>dddB', '>dddBddd'
+-- A call and its first window (one unpack: most calls have one).
+local CALL_WINDOW, CALL_WINDOW_SIZE = '>Hc1ddddd', 43
 -- Entries: 9 bytes, or 10 for a window over NARROW µs, and an entry with the header after it (what an admission
 -- writes); past REBASE µs, a rewrite moves the base.
 local NARROW, NARROW_E, NARROW_ENTRY, NARROW_ENTRY_HEADER, NARROW_REBASE =
@@ -98,11 +100,13 @@ local args = #ARGV
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
 
--- Within a run, the fast path keeps the header it last read or wrote of one key (seen_key, seen), and holds back its
--- last write to that key (due: SETRANGE of due at due_at) until a call needs another key, the general code runs or
--- the run ends: the calls of a run on one hot key then read it once and write it once (they all record at the same
--- time, so each admission after the first rewrites the same entry and the header). `single`: the run is one call.
-local seen_key, seen, due_at, due, write_due, single
+-- Within a run, the fast path keeps the header it last read or wrote of one key (seen_key), decoded (the s_ values;
+-- s_exists false for no key), and holds back its last write to that key (due: the newest entry and the header, of
+-- s_entry_header's format, at due_at) until a call needs another key, the general code runs or the run ends: the
+-- calls of a run on one hot key then read it once, decode it once and write it once (they all record at the same
+-- time, so each admission after the first changes the same entry and the header). `single`: the run is one call.
+local seen_key, s_exists, s_entry_header, due_at, due, write_due, single
+local s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4
 
 -- Each call in turn, at the same server time: a call's keys follow the previous call's. An error about a key ends
 -- its call before it writes anything (the general code reads every key before it writes one; the fast path fails on
@@ -114,7 +118,14 @@ for a = 1, args do
   local A = ARGV[a]
   local pos = 1
   while pos <= #A do
-    local size, op, units, deadline, cursor = unpack(CALL, A, pos)
+    local size, op, units, deadline, cursor, limit, window, block
+    if #A - pos >= CALL_WINDOW_SIZE - 1 then
+      -- Room for a call of one window: read with it (what follows may be another call's, used only for one window).
+      size, op, units, deadline, limit, window, block = unpack(CALL_WINDOW, A, pos)
+      cursor = pos + 19
+    else
+      size, op, units, deadline, cursor = unpack(CALL, A, pos)
+    end
     if size < 19 then
       -- Not a call this script's callers encode: stop, rather than read the same bytes forever.
       return redis.error_reply('ERR sliding-log.lua: a call of ' .. size .. ' bytes is shorter than its header')
@@ -137,9 +148,9 @@ for a = 1, args do
         break
       end
       local key = KEYS[k]
-      local limit, window, block = unpack(WINDOW, A, cursor)
       window = window * 1000
-      local raw = seen
+      local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, raw, rest
+      local rel, edge, exists
       if key ~= seen_key then
         if due then
           write_due()
@@ -151,15 +162,30 @@ for a = 1, args do
           reply = pack('>bdI4', -2, now, #message) .. message
           break
         end
-        if not single then
-          seen_key, seen = key, raw
+        exists = #raw == H
+        if single then
+          -- A lone call reads the cached entries after the first only if it is not a hot key's denial.
+          if exists then
+            base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, rest = unpack(HEADER_FIRST, raw)
+          end
+        else
+          if exists then
+            base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
+            s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = base, n, head, cum0, total, newest,
+              expires, hold, kc
+            s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = t1, c1, t2, c2, t3, c3, t4, c4
+          end
+          seen_key, s_exists = key, exists
+        end
+      else
+        exists = s_exists
+        if exists then
+          base, n, head, cum0, total, newest, expires, hold, kc = s_base, s_n, s_head, s_cum0, s_total, s_newest,
+            s_expires, s_hold, s_kc
+          t1, c1, t2, c2, t3, c3, t4, c4 = s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4
         end
       end
-      local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, rest
-      local rel, edge
-      local exists = #raw == H
       if exists then
-        base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, rest = unpack(HEADER_FIRST, raw)
         rel = now - base
         edge = rel - window
         if hold <= now and kc > 0 and t1 > edge and n > 0 and newest > edge and (op == 'p' or block == 0) then
@@ -171,7 +197,9 @@ for a = 1, args do
             break
           end
         end
-        t2, c2, t3, c3, t4, c4 = unpack(HEADER_REST, raw, rest)
+        if rest then
+          t2, c2, t3, c3, t4, c4 = unpack(HEADER_REST, raw, rest)
+        end
       end
       -- The key's entries: their size and format, and the age of the base past which a rewrite moves it.
       local e, entry, entry_header, rebase = WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE
@@ -193,7 +221,9 @@ for a = 1, args do
         end
         redis.call('SET', key, log, 'PX', format('%d', ttl))
         if not single then
-          seen = log:sub(e + 1)
+          s_exists, s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = true, now, 1, 0, 0, total1, 0,
+            ttl * 1000, 0, 1
+          s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = 0, total1, 0, 0, 0, 0, 0, 0
         end
         reply = pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
         break
@@ -271,21 +301,26 @@ for a = 1, args do
               expires = rel + ttl * 1000
               redis.call('PEXPIRE', key, format('%d', ttl))
             end
-            local written = pack(entry_header, ts, total, base, n, head, cum0, total, ts, expires, hold, kc, t1, c1, t2,
-              c2, t3, c3, t4, c4)
             if single then
-              redis.call('SETRANGE', key, format('%d', (n - 1) * e), written)
+              redis.call('SETRANGE', key, format('%d', (n - 1) * e), pack(entry_header, ts, total, base, n, head, cum0,
+                total, ts, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
             else
               if due and due_at ~= (n - 1) * e then
+                -- The write held back is of an older entry, which this one does not cover.
                 write_due()
               elseif not write_due then
                 -- Made at a run's first held-back write: a closure made on every call cost a lone call about 0.2 µs.
                 write_due = function()
-                  redis.call('SETRANGE', seen_key, format('%d', due_at), due)
+                  redis.call('SETRANGE', seen_key, format('%d', due_at), pack(s_entry_header, s_newest, s_total, s_base,
+                    s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3,
+                    s_t4, s_c4))
                   due = nil
                 end
               end
-              due_at, due, seen = (n - 1) * e, written, written:sub(e + 1)
+              s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = base, n, head, cum0, total, ts,
+                expires, hold, kc
+              s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = t1, c1, t2, c2, t3, c3, t4, c4
+              due_at, due, s_entry_header = (n - 1) * e, true, entry_header
             end
             reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
             break
