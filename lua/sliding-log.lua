@@ -170,14 +170,13 @@ for a = 1, args do
           end
         else
           if exists then
-            base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
-            s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = base, n, head, cum0, total, newest,
-              expires, hold, kc
-            s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = t1, c1, t2, c2, t3, c3, t4, c4
+            s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3,
+              s_t4, s_c4 = unpack(HEADER, raw)
           end
           seen_key, s_exists = key, exists
         end
-      else
+      end
+      if not single then
         exists = s_exists
         if exists then
           base, n, head, cum0, total, newest, expires, hold, kc = s_base, s_n, s_head, s_cum0, s_total, s_newest,
