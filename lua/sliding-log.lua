@@ -92,6 +92,8 @@ local REPLY = '>bdI4bI4I6I6d'
 local M32 = 4294967296
 -- A release rewrites the entries recorded after the one it changes: at most this many.
 local MAX_RELEASE_TAIL = 2000
+-- The entries a hot key's call reads when its window slid past more than the next few (a burst leaving it).
+local LONG_READ = 128
 local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
 -- Offsets go to Redis as strings (a number would be formatted with %.17g); '%d' formats faster than tostring.
 local format = string.format
@@ -136,9 +138,10 @@ for a = 1, args do
     local nk = op == 'l' and 1 or (size - 19) / (op == 'r' and 16 or 25)
     local reply
     -- One window, consume or peek, on a key not held: the common call, answered in straight-line code from the
-    -- header (and, when the cached entries have all left the window, one read of the next few). Anything rarer (a
-    -- hold, a block due, a rewrite due, a wait beyond the cached entries, no live entry in that read) falls through
-    -- to the general code below, which reads the header again and handles every case; nothing is written before.
+    -- header (and, when the cached entries have all left the window, one read of the next few, or of the next
+    -- LONG_READ if those have left too). Anything rarer (a hold, a block due, a rewrite due, a wait beyond the cached
+    -- entries, no live entry in those reads) falls through to the general code below, which reads the header again
+    -- and handles every case; nothing is written before.
     repeat
       if deadline > 0 and now > deadline then
         reply = pack('>bdI4', -1, now, 0)
@@ -228,7 +231,8 @@ for a = 1, args do
         break
       end
       if hold <= now then
-        -- The head moves past cached entries that have left the window; with none left, the next few are read.
+        -- The head moves past cached entries that have left the window; with none left, the next few are read (and,
+        -- when all of those have left too, a longer run of them).
         while kc > 0 and t1 <= edge do
           head, cum0, kc = head + 1, c1, kc - 1
           t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
@@ -240,8 +244,28 @@ for a = 1, args do
           end
           local count = math.min(2 * K, n - head)
           local chunk = redis.call('GETRANGE', key, format('%d', head * e), format('%d', (head + count) * e - 1))
-          local pos, t, c = 1, nil, nil
-          for _ = 1, count do
+          local skip = 0
+          if count < n - head and unpack(entry, chunk, (count - 1) * e + 1) <= edge then
+            -- Even the last entry read has left the window (it slid past a burst): the first live one is found by a
+            -- binary search in a longer read, rather than by the general code's search of the whole log.
+            count = math.min(LONG_READ, n - head)
+            chunk = redis.call('GETRANGE', key, format('%d', head * e), format('%d', (head + count) * e - 1))
+            local hi = count - 1
+            while skip < hi do
+              local mid = math.floor((skip + hi) / 2)
+              if unpack(entry, chunk, mid * e + 1) > edge then
+                hi = mid
+              else
+                skip = mid + 1
+              end
+            end
+            if skip > 0 then
+              local _, before = unpack(entry, chunk, (skip - 1) * e + 1)
+              head, cum0 = head + skip, before
+            end
+          end
+          local pos, t, c = skip * e + 1, nil, nil
+          for _ = skip + 1, count do
             t, c, pos = unpack(entry, chunk, pos)
             if kc == 0 and t <= edge then
               head, cum0 = head + 1, c

@@ -1,6 +1,7 @@
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
@@ -23,10 +24,10 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
   })
   after(() => redis.quit())
 
-  /** The script on the test's clock, as a model subject. */
-  function scriptSubject(): ModelSubject {
+  /** The script on the test's clock, as a model subject (on the shared server, or on the client given). */
+  function scriptSubject(client: Redis = redis): ModelSubject {
     const script = withTestClock(slidingLogScript)
-    const runner = createScriptRunner(redis)
+    const runner = createScriptRunner(client)
     let clock: string[] = []
     const run = async (keys: string[], args: (string | number)[], windows: number) =>
       readSlidingLog(await runner.runBuffer(script, keys, [textCall(args), ...clock]), windows)
@@ -79,6 +80,50 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
       { numRuns: 60 },
     )
     expect(compared, 'decisions checked against the model').to.be.greaterThan(5_000)
+  })
+
+  it('a window that slides past a burst at once stays exact, and the next call finds its first live entry in one longer read', async () => {
+    // 40 calls 1 µs apart on a window of 1 s, then a call that 30 of them have left: past the 4 cached entries and
+    // the 8 read after them. Then calls in the same microsecond up to the limit and beyond (exact waits from the
+    // entries found), and one that the rest have left.
+    const step = (time: ModelStep['time'], advance: number): ModelStep => ({
+      op: 'consume',
+      time,
+      advance,
+      boundaryUs: 0,
+      cost: 1,
+      both: false,
+      ttl: 0,
+      pick: 0,
+    })
+    const burst = Array.from({ length: 40 }, () => step('advance', 1))
+    const tag = `{${uniquePrefix()}}`
+    const keys = [`${tag}:a`, `${tag}:b`] as const
+    const subject = scriptSubject()
+    const check = (actual: unknown, expected: unknown, what: string) => expect(actual, what).to.deep.equal(expected)
+    const same = Array.from({ length: 35 }, () => step('same', 0))
+    const steps = [...burst, step('advance', 999_990), ...same, step('advance', 20)]
+    expect(await compareWithModel(subject, keys, [40, 40], [1_000, 1_000], steps, 1, check)).to.equal(77)
+
+    // The same slide, counted on a server of its own (no other client's calls): the header, the next 8 entries and
+    // one longer read; not the general code's search.
+    const server = await startRedisServer()
+    const own = new Redis(server.url)
+    try {
+      const counted = scriptSubject(own)
+      await compareWithModel(counted, keys, [40, 40], [1_000, 1_000], burst, 1, check)
+      const getranges = async () =>
+        Number(/cmdstat_getrange:calls=(\d+)/.exec(await own.info('commandstats'))?.[1] ?? 0)
+      const before = await getranges()
+      counted.setNow(1_700_000_000_000_000 + 40 + 999_990)
+      expect(await counted.decide([{ key: keys[0], limit: 40, windowMs: 1_000 }], 1, false)).to.deep.equal([
+        { allowed: true, remaining: 40 - 10 - 1, retryAfterMs: 0, resetMs: 1_000 },
+      ])
+      expect(await getranges(), 'GETRANGE calls of the slide').to.equal(before + 3)
+    } finally {
+      own.disconnect()
+      await server.stop()
+    }
   })
 
   it('a log written to for many windows stays exact: its base moves before a 9-byte entry’s time could overflow', async () => {
