@@ -86,17 +86,18 @@ describe('bench parts at a tiny size', () => {
     }
   })
 
-  it('redis-cost: both scripts timed in every scenario (ours alone and in runs), and the memory of a filled key', async function () {
+  it('redis-cost: the counter, the floor and ours timed in every scenario (ours alone and in runs), and the memory of a filled key', async function () {
     this.timeout(60_000)
     const { data } = await redisCost({ requests: 2_000, rounds: 1, memoryLimits: [2_000], largeCalls: 20 })
     const { rows, memory, large } = data as {
-      rows: { scenario: string; counterUs: number; oursUs: number; inRunsUs: number }[]
+      rows: { scenario: string; counterUs: number; floorUs: number; oursUs: number; inRunsUs: number }[]
       memory: { limit: number; bytes: number; bytesPerThousand: number }[]
       large: { redisUs: number[]; memoryUs: { median: number; p99: number; max: number }[] }
     }
     expect(rows).to.have.length(3)
     for (const row of rows) {
       expect(row.counterUs, row.scenario).to.be.greaterThan(0)
+      expect(row.floorUs, row.scenario).to.be.greaterThan(0)
       expect(row.oursUs, row.scenario).to.be.greaterThan(0)
       expect(row.inRunsUs, row.scenario).to.be.greaterThan(0)
     }
