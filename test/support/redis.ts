@@ -16,6 +16,15 @@ export function uniquePrefix(): string {
   return `fltest-${randomBytes(6).toString('hex')}`
 }
 
+/**
+ * How many times a server ran each command since its last CONFIG RESETSTAT (a script's commands count too), read
+ * through an ioredis client of that server.
+ */
+export async function commandCalls(admin: Redis): Promise<(command: string) => number> {
+  const stats = await admin.info('commandstats')
+  return (command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+}
+
 /** Any client redisStore accepts. */
 export type StoreClient = Parameters<typeof redisStore>[0]
 

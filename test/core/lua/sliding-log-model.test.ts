@@ -5,7 +5,7 @@ import { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
-import { redisClient, uniquePrefix } from '../../support/redis.js'
+import { commandCalls, redisClient, uniquePrefix } from '../../support/redis.js'
 import { textCall } from '../../support/sliding-log-call.js'
 import {
   compareWithModel,
@@ -86,23 +86,13 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     // 40 calls 1 µs apart on a window of 1 s, then a call that 30 of them have left: past the 4 cached entries and
     // the 8 read after them. Then calls in the same microsecond up to the limit and beyond (exact waits from the
     // entries found), and one that the rest have left.
-    const step = (time: ModelStep['time'], advance: number): ModelStep => ({
-      op: 'consume',
-      time,
-      advance,
-      boundaryUs: 0,
-      cost: 1,
-      both: false,
-      ttl: 0,
-      pick: 0,
-    })
-    const burst = Array.from({ length: 40 }, () => step('advance', 1))
+    const burst = Array.from({ length: 40 }, () => consumeStep('advance', 1))
     const tag = `{${uniquePrefix()}}`
     const keys = [`${tag}:a`, `${tag}:b`] as const
     const subject = scriptSubject()
     const check = (actual: unknown, expected: unknown, what: string) => expect(actual, what).to.deep.equal(expected)
-    const same = Array.from({ length: 35 }, () => step('same', 0))
-    const steps = [...burst, step('advance', 999_990), ...same, step('advance', 20)]
+    const same = Array.from({ length: 35 }, () => consumeStep('same', 0))
+    const steps = [...burst, consumeStep('advance', 999_990), ...same, consumeStep('advance', 20)]
     expect(await compareWithModel(subject, keys, [40, 40], [1_000, 1_000], steps, 1, check)).to.equal(77)
 
     // The same slide, counted on a server of its own (no other client's calls): the header, the next 8 entries and
@@ -112,8 +102,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     try {
       const counted = scriptSubject(own)
       await compareWithModel(counted, keys, [40, 40], [1_000, 1_000], burst, 1, check)
-      const getranges = async () =>
-        Number(/cmdstat_getrange:calls=(\d+)/.exec(await own.info('commandstats'))?.[1] ?? 0)
+      const getranges = async () => (await commandCalls(own))('getrange')
       const before = await getranges()
       counted.setNow(1_700_000_000_000_000 + 40 + 999_990)
       expect(await counted.decide([{ key: keys[0], limit: 40, windowMs: 1_000 }], 1, false)).to.deep.equal([
@@ -130,19 +119,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     // A window just under 2^37 µs, a call every tenth of a window for 20 windows: the log is never empty (more live
     // entries than the header caches, so entries are read back), and its base would be 2^41 µs old, where 5 bytes
     // of µs wrap, if a rewrite did not move it.
-    const steps = Array.from(
-      { length: 200 },
-      (): ModelStep => ({
-        op: 'consume',
-        time: 'advance',
-        advance: 100_000,
-        boundaryUs: 0,
-        cost: 1,
-        both: false,
-        ttl: 0,
-        pick: 0,
-      }),
-    )
+    const steps = Array.from({ length: 200 }, () => consumeStep('advance', 100_000))
     const tag = `{${uniquePrefix()}}`
     const compared = await compareWithModel(
       scriptSubject(),
@@ -159,3 +136,8 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     expect(bytes, 'the rewrites drop the entries out of the window').to.be.at.most(100 * 9 + 85)
   })
 })
+
+/** A consume of one unit in the first window alone, at the time given: a step written by hand, not generated. */
+function consumeStep(time: ModelStep['time'], advance: number): ModelStep {
+  return { op: 'consume', time, advance, boundaryUs: 0, cost: 1, both: false, ttl: 0, pick: 0 }
+}

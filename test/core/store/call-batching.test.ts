@@ -3,7 +3,7 @@ import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-s
 import { expect } from 'chai'
 import { Redis } from 'ioredis'
 import { MAX_BATCH } from '../../../packages/core/src/store/call-batcher.js'
-import { clientKinds, type TestClient } from '../../support/redis.js'
+import { clientKinds, commandCalls, type TestClient } from '../../support/redis.js'
 
 const quiet = { warn() {}, info() {} }
 
@@ -44,15 +44,9 @@ for (const kind of clientKinds) {
         logger: quiet,
       })
 
-    /** How many times the server ran each command since the last RESETSTAT (a script's commands count too). */
-    async function commandCalls(): Promise<(command: string) => number> {
-      const stats = (await admin.info('commandstats')) as string
-      return (command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
-    }
-
     /** The script runs the server made since the last RESETSTAT (EVAL and EVALSHA). */
     async function scriptRuns(): Promise<number> {
-      const calls = await commandCalls()
+      const calls = await commandCalls(admin)
       return calls('eval') + calls('evalsha')
     }
 
@@ -73,7 +67,7 @@ for (const kind of clientKinds) {
       expect(decisions.map((d) => d.remaining).sort((a, b) => b - a)).to.deep.equal(
         Array.from({ length: MAX_BATCH }, (_, i) => 998 - i),
       )
-      const calls = await commandCalls()
+      const calls = await commandCalls(admin)
       expect([calls('evalsha') + calls('eval'), calls('getrange'), calls('setrange')]).to.deep.equal([1, 1, 1])
       expect(await tested.units('once:api~sl3-60000:{t}')).to.equal(1 + MAX_BATCH)
     })

@@ -6,7 +6,7 @@ import * as redis6 from 'redis'
 import * as redis5 from 'redis-5'
 import { asIoredisError } from '../../../packages/core/src/store/script-client.js'
 import { isServerFailure } from '../../../packages/core/src/store/server-failure.js'
-import { nodeRedisKinds, uniquePrefix } from '../../support/redis.js'
+import { commandCalls, nodeRedisKinds, uniquePrefix } from '../../support/redis.js'
 import { redisUrl } from '../../support/root-hooks.js'
 
 // What is particular to node-redis behind redisStore: how a client is told from others, its connection states, its
@@ -277,7 +277,7 @@ describe('node-redis scripts: one EVAL of a script per server at a time', () => 
       client.on('error', () => {})
       try {
         await client.connect()
-        const evals = async () => Number(/cmdstat_eval:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0)
+        const evals = async () => (await commandCalls(admin))('eval')
         const limiter = createRateLimiter({
           store: redisStore(client),
           limit: 100_000,
