@@ -23,14 +23,27 @@ describe('the server clock estimate', () => {
     expect(clock.serverTimeAt(0)).to.equal(3_000)
   })
 
-  it('learns nothing from a reply read long after its call was sent: no deadline rather than one far too early', () => {
+  it('from replies read long after their calls were sent, errs late by at most their round trip, until one is read in time', () => {
     const clock = createServerClock()
-    // Server 1,000 ms ahead; the reply was made at once, and read 300 ms later by a busy event loop.
+    // Server 1,000 ms ahead; the reply was made at once, and read 300 ms later by a busy event loop: a lower bound
+    // from it would put a deadline 300 ms early, so the upper bound stands in.
     clock.observe(1_000 + 1, 0, 301)
-    expect(clock.serverTimeAt(400), 'a 300 ms late bound would put the deadline 300 ms early').to.equal(undefined)
+    expect(clock.serverTimeAt(400), 'the lowest upper bound').to.equal(1_401)
+    clock.observe(1_000 + 60, 50, 250)
+    expect(clock.serverTimeAt(400), 'a looser upper bound changes nothing').to.equal(1_401)
     clock.observe(1_000 + 400, 399, 402)
-    expect(clock.serverTimeAt(500)).to.equal(1_498)
+    expect(clock.serverTimeAt(500), 'a reply read in time: the lower bound').to.equal(1_498)
     clock.observe(1_000 + 500, 450, 800)
     expect(clock.serverTimeAt(900), 'a late reply changes nothing').to.equal(1_898)
+  })
+
+  it('keeps the upper bound of late replies within two spans of 10 s, as it keeps the lower', () => {
+    const clock = createServerClock()
+    // A server clock 3 s ahead that then steps forward to 5 s ahead; every reply read 100 ms after its call.
+    clock.observe(3_000, 0, 100)
+    clock.observe(5_000 + 10_000, 10_000, 10_100)
+    expect(clock.serverTimeAt(0), 'the previous span still counts').to.equal(3_000)
+    clock.observe(5_000 + 20_200, 20_200, 20_300)
+    expect(clock.serverTimeAt(0), 'the older span is dropped').to.equal(5_000)
   })
 })

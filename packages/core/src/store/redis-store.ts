@@ -98,8 +98,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   }
 
   /**
-   * Runs a recording script with the caller's deadline in the server's clock (erring early), so that a call
-   * that runs after its caller gave up records nothing. A refusal while the caller still waits means the clock
+   * Runs a recording script with the caller's deadline in the server's clock (see server-clock.ts), so that a
+   * call that runs after its caller gave up records nothing. A refusal while the caller still waits means the clock
    * estimate was off (the server's clock stepped forward) or the deadline moved: try once more, with both known.
    * `call` sends the script with the deadline given (server µs, 0 for none) and parses its reply's status and
    * server time.
