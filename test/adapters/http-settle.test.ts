@@ -135,6 +135,19 @@ describe('core/http: settling a request once its response ended', () => {
       expect(ended.args).to.deep.equal([[false, 200]])
     })
 
+    it('reports at once a response that finished, or whose connection closed, before it was called', () => {
+      const finished = Object.assign(response(503), { writableFinished: true, destroyed: false })
+      const closed = Object.assign(response(200), { destroyed: true })
+      const ended = sinon.fake()
+      onResponseEnd(finished, ended)
+      onResponseEnd(closed, ended)
+      expect(ended.args).to.deep.equal([
+        [true, 503],
+        [false, 200],
+      ])
+      expect(finished.listenerCount('finish') + closed.listenerCount('close'), 'nothing left to wait for').to.equal(0)
+    })
+
     it('takes a close after a finish it did not see as finished', () => {
       const res = response(404)
       const ended = sinon.fake()

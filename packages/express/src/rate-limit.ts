@@ -3,12 +3,13 @@ import type { Decision } from '@fleetlimit/core'
 import {
   createHttpLimiter,
   factoryMisuse,
+  type HttpOutcome,
   type HttpRateLimitOptions,
   onResponseEnd,
   type RequestInfo,
   stackHeaders,
 } from '@fleetlimit/core/http'
-import type { Request, RequestHandler, Response } from 'express'
+import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { createRoutePatterns } from './route-pattern.js'
 
 declare global {
@@ -63,24 +64,33 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     }
   }
 
-  return (req, res, next) => {
-    http.handle(req, describe(req)).then((outcome) => {
-      // Stacked limiters (app-wide, then per route): the last one to decide sets it.
-      if (outcome.decision) req.rateLimit = outcome.decision
-      // Another limiter's headers already on the response are kept: every policy that applied is listed.
-      const headers = stackHeaders(outcome.headers, (name) => res.getHeader(name))
-      if (outcome.action === 'next') {
-        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
-        const { decision } = outcome
-        if (http.settles && decision?.allowed) {
-          onResponseEnd(res, (finished, status) => void http.settle(req, res, decision, finished, status))
-        }
-        next()
-        return
+  /** Applies the outcome; a response another middleware has sent meanwhile (a request timeout) is left alone. */
+  function apply(req: Request, res: Response, next: NextFunction, outcome: HttpOutcome): void {
+    // Stacked limiters (app-wide, then per route): the last one to decide sets it.
+    if (outcome.decision) req.rateLimit = outcome.decision
+    const sent = res.headersSent
+    // Another limiter's headers already on the response are kept: every policy that applied is listed.
+    const headers = sent ? {} : stackHeaders(outcome.headers, (name) => res.getHeader(name))
+    if (outcome.action === 'next') {
+      for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+      const { decision } = outcome
+      if (http.settles && decision?.allowed) {
+        onResponseEnd(res, (finished, status) => void http.settle(req, res, decision, finished, status))
       }
-      // Written directly, so Express adds no ETag or charset: the same bytes as the other adapters.
-      res.writeHead(outcome.status, headers)
-      res.end(outcome.body)
-    }, next)
+      next()
+      return
+    }
+    if (sent) return
+    // Written directly, so Express adds no ETag or charset: the same bytes as the other adapters.
+    res.writeHead(outcome.status, headers)
+    res.end(outcome.body)
+  }
+
+  // Nothing awaits this promise: whatever goes wrong goes to Express's error handling, never unhandled.
+  return (req, res, next) => {
+    http
+      .handle(req, describe(req))
+      .then((outcome) => apply(req, res, next, outcome))
+      .catch(next)
   }
 }

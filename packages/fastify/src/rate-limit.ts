@@ -144,10 +144,14 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
     const outcome = await http.handle(request, describe(request, config !== undefined))
     // Stacked registrations (say one per IP onRequest, one per user preHandler): the last one to decide sets it.
     if (outcome.decision) request.rateLimit = outcome.decision
-    // Another registration's headers already on the reply are kept: every policy that applied is listed.
-    reply.headers(stackHeaders(outcome.headers, (name) => reply.getHeader(name)))
-    // A Buffer, so Fastify adds no charset to the content type: the same bytes as the other adapters.
-    if (outcome.action === 'respond') return reply.code(outcome.status).send(Buffer.from(outcome.body))
+    // A reply another hook has sent meanwhile (a request timeout) is left alone; Fastify goes no further with it.
+    const sent = reply.sent || reply.raw.headersSent
+    if (!sent) {
+      // Another registration's headers already on the reply are kept: every policy that applied is listed.
+      reply.headers(stackHeaders(outcome.headers, (name) => reply.getHeader(name)))
+      // A Buffer, so Fastify adds no charset to the content type: the same bytes as the other adapters.
+      if (outcome.action === 'respond') return reply.code(outcome.status).send(Buffer.from(outcome.body))
+    }
     const { decision } = outcome
     // On the raw response rather than in onResponse: it also tells a client that went away before the reply.
     if (http.settles && decision?.allowed) {

@@ -86,8 +86,10 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     const outcome = await http.handle(ctx, describe(ctx))
     // Stacked limiters (app-wide, then per route): the last one to decide sets it.
     if (outcome.decision) ctx.state.rateLimit = outcome.decision
+    // A response another middleware has sent meanwhile (a request timeout) is left alone.
+    const sent = ctx.headerSent
     // Another limiter's headers already on the response are kept: every policy that applied is listed.
-    ctx.set(stackHeaders(outcome.headers, (name) => ctx.response.get(name)))
+    if (!sent) ctx.set(stackHeaders(outcome.headers, (name) => ctx.response.get(name)))
     if (outcome.action === 'next') {
       const { decision } = outcome
       if (http.settles && decision?.allowed) {
@@ -95,6 +97,7 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
       }
       return next()
     }
+    if (sent) return
     ctx.status = outcome.status
     ctx.body = outcome.body
   }

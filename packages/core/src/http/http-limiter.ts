@@ -185,6 +185,8 @@ export interface HttpLimiterStats {
 /** What `onResponseEnd` reads of a Node response (`http.ServerResponse`: Express's `res`, Koa's `ctx.res`, Fastify's `reply.raw`). */
 export interface NodeResponse {
   readonly writableFinished: boolean
+  /** Its connection is gone (the client went away), maybe before the response finished. */
+  readonly destroyed?: boolean
   readonly statusCode: number
   once(event: 'finish' | 'close', listener: () => void): unknown
   off(event: 'finish' | 'close', listener: () => void): unknown
@@ -192,9 +194,15 @@ export interface NodeResponse {
 
 /**
  * Calls `ended` once, when a Node response has finished (`finished` true) or its connection closed before it did
- * (false), with the status sent: what an adapter hands to `settle`.
+ * (false), with the status sent: what an adapter hands to `settle`. A response that has ended already (another
+ * middleware answered while the limiter decided) is reported at once. `ended` must not throw: it runs in an event
+ * listener.
  */
 export function onResponseEnd(res: NodeResponse, ended: (finished: boolean, status: number) => void): void {
+  if (res.writableFinished || res.destroyed) {
+    ended(res.writableFinished, res.statusCode)
+    return
+  }
   const end = (finished: boolean) => {
     res.off('finish', onFinish)
     res.off('close', onClose)
