@@ -9,15 +9,72 @@ import Fastify from 'fastify'
 import Koa from 'koa'
 import sinon from 'sinon'
 import request from 'supertest'
-import { flavours } from '../support/adapter-harness.js'
+import { everyVersion, METHODS } from '../support/adapter-harness.js'
 
 /** The messages a fake logger was given. */
 const messages = (logger: Logger) => (logger.warn as sinon.SinonSpy).getCalls().map((call) => String(call.args[0]))
 const quiet = (): Logger => ({ warn: sinon.fake() })
 
 describe('adapters: requests cannot bypass a per-route limit', () => {
-  for (const flavour of flavours) {
+  for (const flavour of everyVersion) {
     describe(flavour.name, () => {
+      it('keys a route of every method once: 3 requests of each method, 2 admitted in all', async () => {
+        const store = memoryStore()
+        const app = await flavour.build({
+          shared: { store },
+          route: definePolicy({ name: 'op', limit: 2, window: '1m' }),
+        })
+        const admitted: string[] = []
+        for (let round = 0; round < 3; round++) {
+          for (const method of METHODS) {
+            const res = await app.request(method, '/api/op')
+            expect(res.status, method).to.be.oneOf([200, 429])
+            if (res.status === 200) admitted.push(method)
+          }
+        }
+        expect(admitted).to.deep.equal(['GET', 'HEAD'])
+        expect(store.size, 'one window for the one route').to.equal(1)
+        await app.close()
+      })
+
+      it("counts HEAD in its GET route's window", async () => {
+        const store = memoryStore()
+        const app = await flavour.build({
+          shared: { store },
+          route: definePolicy({ name: 'users', limit: 3, window: '1m' }),
+        })
+        const statuses: number[] = []
+        for (const method of ['HEAD', 'GET', 'HEAD', 'GET'] as const)
+          statuses.push((await app.request(method, '/users/1')).status)
+        expect(statuses).to.deep.equal([200, 200, 200, 429])
+        expect(store.size).to.equal(1)
+        await app.close()
+      })
+
+      it('keys a GET route by its own pattern, not by a route of another method that the path also matches', async () => {
+        const store = memoryStore()
+        const app = await flavour.build({
+          shared: { store },
+          route: definePolicy({ name: 'files', limit: 2, window: '1m' }),
+        })
+        const statuses = async (method: 'GET' | 'POST' | 'DELETE', paths: readonly string[]) => {
+          const got: number[] = []
+          for (const path of paths) got.push((await app.request(method, path)).status)
+          return got
+        }
+        expect(await statuses('GET', ['/files/a', '/files/b', '/files/c'])).to.deep.equal([200, 200, 429])
+        // GET /files/:name serves these too: its window, whatever POST /files/upload and DELETE /files/archive are.
+        expect(
+          await statuses('GET', ['/files/upload', '/files/upload', '/files/archive', '/files/archive']),
+        ).to.deep.equal([429, 429, 429, 429])
+        expect(await statuses('POST', ['/files/upload', '/files/upload', '/files/upload'])).to.deep.equal([
+          200, 200, 429,
+        ])
+        expect(await statuses('DELETE', ['/files/archive'])).to.deep.equal([200])
+        expect(store.size, 'one window per route').to.equal(3)
+        await app.close()
+      })
+
       it('keys a route under a parameterised mount by its pattern: /users/<n>/posts share one window', async () => {
         const store = memoryStore()
         const app = await flavour.build({

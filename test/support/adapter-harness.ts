@@ -7,10 +7,15 @@ import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
 import Router from '@koa/router'
 import express5, { type Request } from 'express'
+import expressLowest from 'express-lowest'
 import express4 from 'express4'
+import express4Lowest from 'express4-lowest'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
+import FastifyLowest from 'fastify-lowest'
 import Koa3, { type Context } from 'koa'
+import KoaLowest from 'koa-lowest'
 import Koa2 from 'koa2'
+import Koa2Lowest from 'koa2-lowest'
 import request from 'supertest'
 
 /** One response as the client saw it. */
@@ -25,9 +30,11 @@ export type SharedOptions = Omit<HttpRateLimitOptions<never>, 'limit' | 'window'
 
 /**
  * One app, the same on every framework: GET /users/:id, GET /search, a router mounted under /api with
- * GET /api/items/:id, and one mounted under a pattern with GET /users/:uid/posts, each answering {"ok":true}. `route` limits every route (per-route middleware, or
- * Fastify's `config.rateLimit`); `app` limits the whole app (app.use, or the plugin's own policy). Also
- * GET /status/:code answers {"ok":true} with that status, and GET /wait answers once `wait()` has resolved.
+ * GET /api/items/:id and a route of every method, /api/op, and one mounted under a pattern with
+ * GET /users/:uid/posts, each answering {"ok":true}. GET /files/:name, POST /files/upload and
+ * DELETE /files/archive: routes whose paths overlap, of other methods. `route` limits every route (per-route
+ * middleware, or Fastify's `config.rateLimit`); `app` limits the whole app (app.use, or the plugin's own policy).
+ * Also GET /status/:code answers {"ok":true} with that status, and GET /wait answers once `wait()` has resolved.
  */
 export interface AppSpec {
   readonly shared?: SharedOptions
@@ -50,8 +57,12 @@ export interface AppSpec {
   readonly stacked?: boolean
 }
 
+/** The methods a test may send: those every framework routes (Fastify's `app.all` takes these). */
+export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+export type Method = (typeof METHODS)[number]
+
 export interface TestApp {
-  request(method: 'GET' | 'HEAD', path: string, headers?: Record<string, string>): Promise<Exchange>
+  request(method: Method, path: string, headers?: Record<string, string>): Promise<Exchange>
   /**
    * Sends GET `path` over a real connection and, once `entered` resolves (say, when the handler has started),
    * destroys the socket without waiting for the response; resolves when the client's side has closed.
@@ -108,7 +119,11 @@ function expressFlavour(name: string, express: typeof express5): Flavour {
       const router = express.Router()
       if (spec.sameMiddlewareTwice && appLimit) router.use(appLimit)
       router.get('/items/:id', ...limit(), ok)
+      router.all('/op', ...limit(), ok)
       app.use('/api', router)
+      app.get('/files/:name', ...limit(), ok)
+      app.post('/files/upload', ...limit(), ok)
+      app.delete('/files/archive', ...limit(), ok)
       const users = express.Router()
       users.get('/posts', ...limit(), ok)
       app.use('/users/:uid', users)
@@ -145,6 +160,10 @@ function koaFlavour(name: string, Koa: typeof Koa3): Flavour {
       const api = new Router({ prefix: '/api' })
       if (spec.sameMiddlewareTwice && appLimit) api.use(appLimit)
       api.get('/items/:id', ...limit(), ok)
+      api.all('/op', ...limit(), ok)
+      router.get('/files/:name', ...limit(), ok)
+      router.post('/files/upload', ...limit(), ok)
+      router.delete('/files/archive', ...limit(), ok)
       const users = new Router({ prefix: '/users/:uid' })
       users.get('/posts', ...limit(), ok)
       app.use(router.routes()).use(router.allowedMethods()).use(api.routes()).use(users.routes())
@@ -153,56 +172,63 @@ function koaFlavour(name: string, Koa: typeof Koa3): Flavour {
   }
 }
 
-const fastifyFlavour: Flavour = {
-  name: 'fastify 5',
-  async build(spec) {
-    const app = Fastify({ trustProxy: spec.trustProxy ?? false })
-    const options = shared<FastifyRequest>(spec, (req) => String((req.query as { t?: unknown }).t))
-    await app.register(fastifyRateLimit, { ...options, ...(spec.app && { policy: spec.app }) })
-    const stacked = spec.stacked && spec.route !== undefined && spec.route !== false
-    if (stacked) await app.register(fastifyRateLimit, { ...options, policy: spec.route as Policy, hook: 'preHandler' })
-    const config = spec.route === undefined || stacked ? {} : { config: { rateLimit: spec.route } }
-    const ok = async (req: FastifyRequest) => answer(spec, req.rateLimit)
-    app.get('/users/:id', config, ok)
-    app.get('/search', config, ok)
-    app.get('/status/:code', config, async (req: FastifyRequest, reply: FastifyReply) => {
-      return reply.code(Number((req.params as { code: string }).code)).send({ ok: true })
-    })
-    app.get('/wait', config, async (req: FastifyRequest) => {
-      await spec.wait?.()
-      return ok(req)
-    })
-    await app.register(
-      async (api) => {
-        api.get('/items/:id', config, ok)
-      },
-      { prefix: '/api' },
-    )
-    await app.register(
-      async (users) => {
-        users.get('/posts', config, ok)
-      },
-      { prefix: '/users/:uid' },
-    )
-    await app.ready()
-    return {
-      async request(method, path, headers = {}) {
-        const res = await app.inject({ method, url: path, headers })
-        return { status: res.statusCode, headers: stringHeaders(res.headers), body: res.body }
-      },
-      async abort(path, entered) {
-        if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
-        await abortRequest((app.server.address() as AddressInfo).port, path, entered)
-      },
-      close: () => app.close(),
-    }
-  },
+function fastifyFlavour(name: string, fastify: typeof Fastify): Flavour {
+  return {
+    name,
+    async build(spec) {
+      const app = fastify({ trustProxy: spec.trustProxy ?? false })
+      const options = shared<FastifyRequest>(spec, (req) => String((req.query as { t?: unknown }).t))
+      await app.register(fastifyRateLimit, { ...options, ...(spec.app && { policy: spec.app }) })
+      const stacked = spec.stacked && spec.route !== undefined && spec.route !== false
+      if (stacked)
+        await app.register(fastifyRateLimit, { ...options, policy: spec.route as Policy, hook: 'preHandler' })
+      const config = spec.route === undefined || stacked ? {} : { config: { rateLimit: spec.route } }
+      const ok = async (req: FastifyRequest) => answer(spec, req.rateLimit)
+      app.get('/users/:id', config, ok)
+      app.get('/search', config, ok)
+      app.get('/status/:code', config, async (req: FastifyRequest, reply: FastifyReply) => {
+        return reply.code(Number((req.params as { code: string }).code)).send({ ok: true })
+      })
+      app.get('/wait', config, async (req: FastifyRequest) => {
+        await spec.wait?.()
+        return ok(req)
+      })
+      app.get('/files/:name', config, ok)
+      app.post('/files/upload', config, ok)
+      app.delete('/files/archive', config, ok)
+      await app.register(
+        async (api) => {
+          api.get('/items/:id', config, ok)
+          api.all('/op', config, ok)
+        },
+        { prefix: '/api' },
+      )
+      await app.register(
+        async (users) => {
+          users.get('/posts', config, ok)
+        },
+        { prefix: '/users/:uid' },
+      )
+      await app.ready()
+      return {
+        async request(method, path, headers = {}) {
+          const res = await app.inject({ method, url: path, headers })
+          return { status: res.statusCode, headers: stringHeaders(res.headers), body: res.body }
+        },
+        async abort(path, entered) {
+          if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+          await abortRequest((app.server.address() as AddressInfo).port, path, entered)
+        },
+        close: () => app.close(),
+      }
+    },
+  }
 }
 
 function supertestApp(handler: Parameters<typeof request>[0]): TestApp {
   return {
     async request(method, path, headers = {}) {
-      const agent = method === 'HEAD' ? request(handler).head(path) : request(handler).get(path)
+      const agent = request(handler)[method.toLowerCase() as Lowercase<Method>](path)
       const res = await agent
         .set(headers)
         .buffer(true)
@@ -250,7 +276,21 @@ export const flavours: readonly Flavour[] = [
   expressFlavour('express 4', express4 as typeof express5),
   koaFlavour('koa 3 + @koa/router', Koa3),
   koaFlavour('koa 2 + @koa/router', Koa2 as typeof Koa3),
-  fastifyFlavour,
+  fastifyFlavour('fastify 5', Fastify),
+]
+
+/**
+ * The same, and the lowest version of each framework peer range (aliases in the root package.json): for suites
+ * that must hold on every supported version.
+ */
+export const everyVersion: readonly Flavour[] = [
+  ...flavours,
+  expressFlavour('express 5.0.0', expressLowest),
+  expressFlavour('express 4.21.0', express4Lowest as typeof express5),
+  koaFlavour('koa 3.0.0 + @koa/router', KoaLowest),
+  koaFlavour('koa 2.15.0 + @koa/router', Koa2Lowest as typeof Koa3),
+  // Its types are its own (5.0.0): the same API, typed as the workspace's.
+  fastifyFlavour('fastify 5.0.0', FastifyLowest as unknown as typeof Fastify),
 ]
 
 /** Headers that differ between servers for reasons of their own, not of the limiter. */

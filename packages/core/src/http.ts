@@ -14,6 +14,7 @@ export {
   type HttpOutcome,
   type HttpRateLimitOptions,
   hasLimitSource,
+  manyMethods,
   type NodeResponse,
   onResponseEnd,
   type RequestErrorAction,

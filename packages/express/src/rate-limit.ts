@@ -5,6 +5,7 @@ import {
   factoryMisuse,
   type HttpOutcome,
   type HttpRateLimitOptions,
+  manyMethods,
   onResponseEnd,
   type RequestInfo,
   stackHeaders,
@@ -28,6 +29,13 @@ const EXPRESS = {
   trustProxyHint: "Set app.set('trust proxy', …) to your proxy hops or addresses",
   trustAllHint:
     "Set app.set('trust proxy', …) to the number of proxies in front of the app or to their addresses, not true",
+}
+
+/** Whether the matched route takes several methods: `app.all` (`_all` in the route's methods), `app.route(p).get(…).post(…)`. */
+function routeTakesManyMethods(req: Request): boolean {
+  const methods = (req.route as { methods?: Record<string, unknown> } | undefined)?.methods
+  if (typeof methods !== 'object' || methods === null) return false
+  return methods._all === true || manyMethods(Object.keys(methods))
 }
 
 /**
@@ -58,6 +66,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       ip: req.ip ?? peerAddress,
       method: req.method,
       routePattern: routePattern(req),
+      manyMethods: routeTakesManyMethods(req),
       forwardedFor: req.headers['x-forwarded-for'] !== undefined,
       trustProxy: trust === true ? 'all' : trust ? 'some' : 'none',
       peerAddress,

@@ -5,6 +5,7 @@ import {
   type HttpLimiter,
   type HttpRateLimitOptions,
   hasLimitSource,
+  manyMethods,
   onResponseEnd,
   type RequestInfo,
   stackHeaders,
@@ -69,6 +70,12 @@ function trustsAnyPeer(request: FastifyRequest): boolean {
   }
 }
 
+/** Whether the matched route takes several methods: `app.all`, or `method: ['GET', 'POST']` in `app.route`. */
+function routeTakesManyMethods(request: FastifyRequest): boolean {
+  const method: unknown = request.routeOptions.method
+  return Array.isArray(method) && manyMethods(method as string[])
+}
+
 const MISUSE =
   "rateLimit is a Fastify plugin, not a factory: register it with its options, app.register(rateLimit, { limit: 100, window: '1m' })"
 
@@ -120,6 +127,7 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
       ip: request.ip,
       method: request.method,
       routePattern: perRoute ? request.routeOptions.url : undefined,
+      manyMethods: perRoute && routeTakesManyMethods(request),
       forwardedFor: request.headers['x-forwarded-for'] !== undefined,
       trustProxy: !trusted ? 'none' : trustsAll ? 'all' : 'some',
       peerAddress,

@@ -3,6 +3,7 @@ import {
   createHttpLimiter,
   factoryMisuse,
   type HttpRateLimitOptions,
+  manyMethods,
   onResponseEnd,
   type RequestInfo,
   stackHeaders,
@@ -31,24 +32,33 @@ const KOA = {
 interface RouterLayer {
   readonly path: unknown
   readonly methods: readonly unknown[]
+  readonly stack?: unknown
 }
 
-/** The pattern (with its prefixes) of the route @koa/router matched: the last matched layer with methods. */
-function matchedRoute(ctx: Context): string | undefined {
+/**
+ * The @koa/router route this middleware runs for: the layer matching the path and the method whose own
+ * middleware it is (`router.get(path, rateLimit(…), handler)`), else the last layer matching both (mounted with
+ * `router.use`, or after the router). `ctx.matched` lists every layer matching the path, whatever its method.
+ */
+function matchedRoute(ctx: Context, middleware: Middleware): RouterLayer | undefined {
   const layers = (ctx as { matched?: readonly RouterLayer[] }).matched ?? []
-  for (let i = layers.length - 1; i >= 0; i--) {
-    const layer = layers[i] as RouterLayer
-    if (layer.methods.length > 0 && typeof layer.path === 'string') return layer.path
+  let last: RouterLayer | undefined
+  for (const layer of layers) {
+    if (typeof layer.path !== 'string' || !layer.methods.includes(ctx.method)) continue
+    if (Array.isArray(layer.stack) && layer.stack.includes(middleware)) return layer
+    last = layer
   }
-  return undefined
+  return last
 }
 
-function describe(ctx: Context): RequestInfo {
+function describe(ctx: Context, middleware: Middleware): RequestInfo {
   const peerAddress = ctx.req.socket.remoteAddress
+  const route = matchedRoute(ctx, middleware)
   return {
     ip: ctx.ip || peerAddress,
     method: ctx.method,
-    routePattern: matchedRoute(ctx),
+    routePattern: route?.path as string | undefined,
+    manyMethods: route !== undefined && manyMethods(route.methods as string[]),
     forwardedFor: ctx.get(ctx.app.proxyIpHeader || 'x-forwarded-for') !== '',
     // Without maxIpsCount, Koa takes the first X-Forwarded-For entry: whatever the client wrote there.
     trustProxy: !ctx.app.proxy ? 'none' : ctx.app.maxIpsCount > 0 ? 'some' : 'all',
@@ -82,8 +92,8 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     return async () => {}
   }
   const http = createHttpLimiter<Context, Context>(options, KOA)
-  return async (ctx, next) => {
-    const outcome = await http.handle(ctx, describe(ctx))
+  const middleware: Middleware = async (ctx, next) => {
+    const outcome = await http.handle(ctx, describe(ctx, middleware))
     // Stacked limiters (app-wide, then per route): the last one to decide sets it.
     if (outcome.decision) ctx.state.rateLimit = outcome.decision
     // A response another middleware has sent meanwhile (a request timeout) is left alone.
@@ -101,4 +111,5 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     ctx.status = outcome.status
     ctx.body = outcome.body
   }
+  return middleware
 }

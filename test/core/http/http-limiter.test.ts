@@ -1,5 +1,12 @@
-import { definePolicy, isFleetlimitError, type Logger, memoryStore, type OptionError } from '@fleetlimit/core'
-import { createHttpLimiter, type RequestInfo } from '@fleetlimit/core/http'
+import {
+  createRateLimiter,
+  definePolicy,
+  isFleetlimitError,
+  type Logger,
+  memoryStore,
+  type OptionError,
+} from '@fleetlimit/core'
+import { createHttpLimiter, manyMethods, type RequestInfo } from '@fleetlimit/core/http'
 import { expect } from 'chai'
 import sinon from 'sinon'
 
@@ -103,5 +110,46 @@ describe('one-time warnings about the client address', () => {
     const make = () => createHttpLimiter({ limit: 5, window: '1m', logger }, framework, warned)
     for (const http of [make(), make()]) await http.handle({}, { ...direct, trustProxy: 'all' })
     expect((logger.warn as sinon.SinonSpy).callCount).to.equal(1)
+  })
+})
+
+describe('the default route key', () => {
+  const info = (method: string, extra: Partial<RequestInfo>): RequestInfo => ({
+    ip: '203.0.113.9',
+    method,
+    routePattern: '/op',
+    forwardedFor: false,
+    trustProxy: 'none',
+    peerAddress: '203.0.113.9',
+    ...extra,
+  })
+
+  it('joins the method for a route of one method (HEAD as GET), not for a route of several', async () => {
+    const limiter = createRateLimiter({ store: memoryStore(), name: 'op', limit: 5, window: '1m' })
+    const consume = sinon.spy(limiter, 'consume')
+    const http = createHttpLimiter({ limiter }, framework)
+    for (const [method, extra] of [
+      ['HEAD', {}],
+      ['POST', {}],
+      ['DELETE', { manyMethods: true }],
+      ['GET', { routePattern: undefined, manyMethods: true }],
+    ] as const) {
+      await http.handle({}, info(method, extra))
+    }
+    expect(consume.args.map(([key]) => key)).to.deep.equal([
+      { tenant: '203.0.113.9', route: 'GET /op' },
+      { tenant: '203.0.113.9', route: 'POST /op' },
+      { tenant: '203.0.113.9', route: '* /op' },
+      { tenant: '203.0.113.9', route: '*' },
+    ])
+  })
+
+  it('manyMethods: more than one method, in any letter case, HEAD counting as GET', () => {
+    expect(manyMethods([])).to.equal(false)
+    expect(manyMethods(['get'])).to.equal(false)
+    expect(manyMethods(['HEAD', 'GET'])).to.equal(false)
+    expect(manyMethods(['get', 'GET', 'head'])).to.equal(false)
+    expect(manyMethods(['HEAD', 'POST'])).to.equal(true)
+    expect(manyMethods(['GET', 'post'])).to.equal(true)
   })
 })

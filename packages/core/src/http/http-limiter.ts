@@ -120,6 +120,12 @@ export interface RequestInfo {
   readonly method: string
   /** The matched route pattern, such as `/users/:id`, or undefined when none matched (yet). */
   readonly routePattern: string | undefined
+  /**
+   * The matched route was declared for several methods (Express `app.all`, @koa/router `router.all`, a Fastify
+   * method list; see `manyMethods`): its key is `* <pattern>`, one window for the route whatever the method.
+   * Left out or false: the request's method joins the key (`GET /users/:id`).
+   */
+  readonly manyMethods?: boolean
   /** The request carries an X-Forwarded-For header. */
   readonly forwardedFor: boolean
   /**
@@ -595,11 +601,33 @@ export function factoryMisuse(app: object | undefined): Extract<HttpOutcome, { a
 const FACTORY_FIX = "rateLimit is a factory: call it with options, app.use(rateLimit({ limit: 100, window: '1m' }))"
 const MISUSE = sized(requestErrorBody(FACTORY_FIX, 'ERR_FLEETLIMIT_OPTION'))
 
-/** `GET /users/:id` for a matched pattern (HEAD counts as the GET it is served by), else the shared bucket. */
+/** HEAD counts as the GET it is served by. */
+const servedAs = (method: string) => {
+  const upper = method.toUpperCase()
+  return upper === 'HEAD' ? 'GET' : upper
+}
+
+/**
+ * Whether a route declared for these methods (any letter case) takes more than one, HEAD counting as GET: what
+ * an adapter reports as `RequestInfo.manyMethods`.
+ */
+export function manyMethods(methods: Iterable<string>): boolean {
+  let first: string | undefined
+  for (const method of methods) {
+    const served = servedAs(method)
+    if (first === undefined) first = served
+    else if (served !== first) return true
+  }
+  return false
+}
+
+/**
+ * `GET /users/:id` for a matched pattern, `* /api/op` for a route of several methods (one key per route
+ * definition), else the shared bucket.
+ */
 function defaultRoute(info: RequestInfo): string {
   if (info.routePattern === undefined) return UNMATCHED_ROUTE
-  const method = info.method === 'HEAD' ? 'GET' : info.method
-  return `${method} ${info.routePattern}`
+  return `${info.manyMethods ? '*' : servedAs(info.method)} ${info.routePattern}`
 }
 
 /**
