@@ -148,6 +148,18 @@ describe('core/http: settling a request once its response ended', () => {
       expect(finished.listenerCount('finish') + closed.listenerCount('close'), 'nothing left to wait for').to.equal(0)
     })
 
+    it('listens once per response however many wait, and tells each of them once', () => {
+      const res = response(500)
+      const ended = [sinon.fake(), sinon.fake(), sinon.fake()]
+      for (const callback of ended) onResponseEnd(res, callback)
+      expect([res.listenerCount('finish'), res.listenerCount('close')]).to.deep.equal([1, 1])
+      res.writableFinished = true
+      res.emit('finish')
+      res.emit('close')
+      expect(ended.map((callback) => callback.args)).to.deep.equal([[[true, 500]], [[true, 500]], [[true, 500]]])
+      expect(res.listenerCount('finish') + res.listenerCount('close')).to.equal(0)
+    })
+
     it('takes a close after a finish it did not see as finished', () => {
       const res = response(404)
       const ended = sinon.fake()

@@ -3,8 +3,10 @@ import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
 import { expect } from 'chai'
+import express from 'express'
 import Fastify from 'fastify'
 import sinon from 'sinon'
+import request from 'supertest'
 import { type Exchange, flavours, type SharedOptions } from '../support/adapter-harness.js'
 import { adapterStores } from '../support/adapter-stores.js'
 
@@ -241,6 +243,40 @@ describe('adapters: skipFailedRequests, skipSuccessfulRequests, requestWasSucces
         expect(error).to.be.an('error').that.includes(coded)
         expect((error as Error).message).to.match(message)
       })
+    }
+  })
+})
+
+describe('skipFailedRequests with many stacked limiters', () => {
+  it('Express: 12 limiters add one listener pair to a response, and each refunds its units', async () => {
+    const warnings: Error[] = []
+    const record = (warning: Error) => warnings.push(warning)
+    process.on('warning', record)
+    try {
+      const store = memoryStore()
+      const refunds = watchRefunds(store)
+      const app = express()
+      const listeners: number[] = []
+      for (let i = 0; i < 12; i++) {
+        app.use(expressRateLimit({ store, name: `p${i}`, limit: 5, window: '1m', skipFailedRequests: true }))
+      }
+      app.get('/', (_req, res) => {
+        listeners.push(res.listenerCount('finish'), res.listenerCount('close'))
+        res.status(500).end()
+      })
+      const bare = express()
+      bare.get('/', (_req, res) => {
+        listeners.push(res.listenerCount('finish'), res.listenerCount('close'))
+        res.status(500).end()
+      })
+      expect((await request(app).get('/')).status).to.equal(500)
+      await request(bare).get('/')
+      const [finish, close, bareFinish, bareClose] = listeners as [number, number, number, number]
+      expect([finish - bareFinish, close - bareClose], 'the limiters add one of each').to.deep.equal([1, 1])
+      for (let i = 0; i < 12; i++) expect(await refunds.next()).to.equal(1)
+      expect(warnings.map((w) => w.name)).to.deep.equal([])
+    } finally {
+      process.off('warning', record)
     }
   })
 })

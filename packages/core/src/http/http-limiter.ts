@@ -198,21 +198,34 @@ export interface NodeResponse {
   off(event: 'finish' | 'close', listener: () => void): unknown
 }
 
+type Ended = (finished: boolean, status: number) => void
+
+/** What waits for each response's end: one listener pair per response, however many limiters are stacked. */
+const waiting = new WeakMap<NodeResponse, Ended[]>()
+
 /**
  * Calls `ended` once, when a Node response has finished (`finished` true) or its connection closed before it did
  * (false), with the status sent: what an adapter hands to `settle`. A response that has ended already (another
  * middleware answered while the limiter decided) is reported at once. `ended` must not throw: it runs in an event
  * listener.
  */
-export function onResponseEnd(res: NodeResponse, ended: (finished: boolean, status: number) => void): void {
+export function onResponseEnd(res: NodeResponse, ended: Ended): void {
   if (res.writableFinished || res.destroyed) {
     ended(res.writableFinished, res.statusCode)
     return
   }
+  const others = waiting.get(res)
+  if (others) {
+    others.push(ended)
+    return
+  }
+  const callbacks = [ended]
+  waiting.set(res, callbacks)
   const end = (finished: boolean) => {
     res.off('finish', onFinish)
     res.off('close', onClose)
-    ended(finished, res.statusCode)
+    waiting.delete(res)
+    for (const callback of callbacks) callback(finished, res.statusCode)
   }
   const onFinish = () => end(true)
   // 'close' follows 'finish' too; first, it means the client went away before the response was sent.
