@@ -52,7 +52,10 @@ export interface HttpRateLimitOptions<Req, Res = unknown> extends Partial<Omit<P
   limit?: number | ((req: Req) => MaybePromise<CallLimit>)
   /** Where the windows live (default: a memory store). Not with `limiter`. */
   store?: Store
-  /** A limiter built with createRateLimiter, used as it is. */
+  /**
+   * A limiter built with createRateLimiter, used as it is. Every middleware built on one limiter counts a request
+   * once: the first to see it decides (its route, cost and headers), the others let it through.
+   */
   limiter?: RateLimiter
   /** A policy object (definePolicy), instead of inline policy options. */
   policy?: Policy | PolicyOptions
@@ -286,6 +289,21 @@ export function checkHttpOptions<Req, Res>(options: HttpRateLimitOptions<Req, Re
   }
 }
 
+/**
+ * The requests each limiter has counted, so that every middleware built on one limiter counts a request once: weak
+ * both ways, so neither a limiter nor a request is kept for it.
+ */
+const countedByLimiter = new WeakMap<RateLimiter, WeakSet<object>>()
+
+function countedBy(limiter: RateLimiter): WeakSet<object> {
+  let counted = countedByLimiter.get(limiter)
+  if (!counted) {
+    counted = new WeakSet()
+    countedByLimiter.set(limiter, counted)
+  }
+  return counted
+}
+
 /** Requests whose route matched no pattern share one bucket, so raw paths never become keys. */
 export const UNMATCHED_ROUTE = '*'
 
@@ -347,7 +365,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     legacy,
     windows: new Map(limiter.policies.map((p) => [p.name, p.window])),
   }
-  const counted = new WeakSet<Req>()
+  const counted = countedBy(limiter)
   const counters = { refunds: 0, refundErrors: 0 }
 
   /** The message is made only when given: these checks run on every request. */
@@ -439,7 +457,8 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   return {
     limiter,
     async handle(req, info) {
-      // A request that passes this middleware twice (nested routers, a re-dispatch) counts once.
+      // A request that passes this middleware twice (nested routers, a re-dispatch), or another built on the same
+      // limiter, counts once.
       if (counted.has(req)) return NEXT
       counted.add(req)
       try {
