@@ -178,6 +178,46 @@ describe('adapters: mistakes caught where they are made', () => {
     }
   })
 
+  const NOTHING_LIMITED =
+    "fleetlimit: the rateLimit plugin was registered with no limit of its own and no route declared after it has a config.rateLimit, so it limits no request. Pass it a limit to limit every route (app.register(rateLimit, { limit: 100, window: '1m' }), or policy, policies or limiter), or give the routes to limit their own: { config: { rateLimit: policy } }."
+
+  it('fastify: app.register(rateLimit) that limits no route says so once, at ready, and how to limit', async () => {
+    const warn = sinon.stub(console, 'warn')
+    try {
+      const app = Fastify()
+      await app.register(fastifyRateLimit)
+      app.get('/', async () => 'ok')
+      app.get('/off', { config: { rateLimit: false } }, async () => 'ok')
+      expect(warn.callCount, 'not before ready').to.equal(0)
+      await app.ready()
+      await app.ready()
+      expect(warn.args).to.deep.equal([[NOTHING_LIMITED]])
+      await app.close()
+    } finally {
+      warn.restore()
+    }
+    const logger = { warn: sinon.fake() }
+    const app = Fastify()
+    await app.register(fastifyRateLimit, { logger, headers: 'draft-7' })
+    await app.ready()
+    expect(logger.warn.args).to.deep.equal([[NOTHING_LIMITED]])
+    await app.close()
+  })
+
+  it('fastify: no such warning when the plugin has a policy, or a route has its own', async () => {
+    const logger = { warn: sinon.fake() }
+    for (const options of [{ limit: 5, window: '1m' }, {}] as FastifyRateLimitOptions[]) {
+      const app = Fastify()
+      await app.register(fastifyRateLimit, { logger, ...options })
+      await app.register(async (child) => {
+        child.get('/child', { config: { rateLimit: { limit: 1, window: '1m' } } }, async () => 'ok')
+      })
+      await app.ready()
+      await app.close()
+    }
+    expect(logger.warn.callCount).to.equal(0)
+  })
+
   it('fastify: app.register(rateLimit) without options is legitimate: only routes with config.rateLimit are limited', async () => {
     const app = Fastify()
     await app.register(fastifyRateLimit)

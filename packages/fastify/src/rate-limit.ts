@@ -76,6 +76,12 @@ function routeTakesManyMethods(request: FastifyRequest): boolean {
   return Array.isArray(method) && manyMethods(method as string[])
 }
 
+const NOTHING_LIMITED =
+  'the rateLimit plugin was registered with no limit of its own and no route declared after it has a ' +
+  'config.rateLimit, so it limits no request. Pass it a limit to limit every route ' +
+  "(app.register(rateLimit, { limit: 100, window: '1m' }), or policy, policies or limiter), or give the routes to " +
+  'limit their own: { config: { rateLimit: policy } }.'
+
 const MISUSE =
   "rateLimit is a Fastify plugin, not a factory: register it with its options, app.register(rateLimit, { limit: 100, window: '1m' })"
 
@@ -140,6 +146,12 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
     const config = route.config?.rateLimit
     if (config !== undefined && config !== false) routeLimiter(config)
   })
+  if (!global) {
+    // Registered without a policy and no route of its own: most likely `app.register(rateLimit)`, options forgotten.
+    fastify.addHook('onReady', async () => {
+      if (perRoute.size === 0) (options.logger ?? console).warn(`fleetlimit: ${NOTHING_LIMITED}`)
+    })
+  }
 
   // Declared, so that every request has the same shape; a second registration of the plugin shares it.
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined)
