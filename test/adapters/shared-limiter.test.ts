@@ -5,10 +5,15 @@ import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
 import Router from '@koa/router'
 import { expect } from 'chai'
 import express5 from 'express'
+import expressLowest from 'express-lowest'
 import express4 from 'express4'
+import express4Lowest from 'express4-lowest'
 import Fastify from 'fastify'
+import FastifyLowest from 'fastify-lowest'
 import Koa3 from 'koa'
+import KoaLowest from 'koa-lowest'
 import Koa2 from 'koa2'
+import Koa2Lowest from 'koa2-lowest'
 import request from 'supertest'
 
 /** GET /x behind two middlewares built on the limiter (app-wide, then on the route); the RateLimit header of each response. */
@@ -54,10 +59,10 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
   }
 }
 
-const fastify: Framework = {
-  name: 'fastify 5 (two registrations)',
+const fastifyFramework = (name: string, fastify: typeof Fastify): Framework => ({
+  name: `${name} (two registrations)`,
   async ratelimitHeaders(limiter, requests) {
-    const app = Fastify()
+    const app = fastify()
     await app.register(fastifyRateLimit, { limiter, tenant })
     await app.register(fastifyRateLimit, { limiter, tenant, hook: 'preHandler' })
     app.get('/x', async () => 'ok')
@@ -69,7 +74,7 @@ const fastify: Framework = {
     }
     return headers
   },
-}
+})
 
 describe('adapters: middlewares built on one limiter count a request once', () => {
   for (const framework of [
@@ -77,7 +82,12 @@ describe('adapters: middlewares built on one limiter count a request once', () =
     expressFramework('express 4', express4 as typeof express5),
     koaFramework('koa 3', Koa3),
     koaFramework('koa 2', Koa2 as typeof Koa3),
-    fastify,
+    fastifyFramework('fastify 5', Fastify),
+    expressFramework('express 5.0.0', expressLowest),
+    expressFramework('express 4.21.0', express4Lowest as typeof express5),
+    koaFramework('koa 3.0.0', KoaLowest),
+    koaFramework('koa 2.15.0', Koa2Lowest as typeof Koa3),
+    fastifyFramework('fastify 5.0.0', FastifyLowest as unknown as typeof Fastify),
   ]) {
     it(framework.name, async () => {
       const store = memoryStore()
