@@ -108,6 +108,13 @@ describe('core/http: settling a request once its response ended', () => {
     expect(other.stats()).to.deep.equal({ refunds: 0, refundErrors: 0 })
   })
 
+  it('never rejects, even when the logger throws: it runs where nothing awaits it', async () => {
+    const logger = { warn: sinon.fake.throws(new Error('log sink down')) }
+    const http = httpLimiter({ logger, skipFailedRequests: true, requestWasSuccessful: () => 'yes' as never })
+    expect(await http.settle({ url: '/x' }, { statusCode: 500 }, await admitted(http), true, 500)).to.equal(undefined)
+    expect(logger.warn.callCount).to.equal(1)
+  })
+
   describe('onResponseEnd', () => {
     const response = (statusCode: number) =>
       Object.assign(new EventEmitter(), { statusCode, writableFinished: false }) as EventEmitter & {

@@ -368,11 +368,18 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   const counted = countedBy(limiter)
   const counters = { refunds: 0, refundErrors: 0 }
 
-  /** The message is made only when given: these checks run on every request. */
+  /**
+   * The message is made only when given: these checks run on every request. A logger that throws is ignored: a
+   * warning must fail no request, nor reject `settle`, which runs where nothing awaits it.
+   */
   function warnOnce(kind: string, message: () => string): void {
     if (warned.has(kind)) return
     warned.add(kind)
-    logger.warn(`fleetlimit: ${message()}`)
+    try {
+      logger.warn(`fleetlimit: ${message()}`)
+    } catch {
+      // Nowhere left to say it.
+    }
   }
 
   /** Trust-proxy set-ups that put clients in the wrong bucket: only the default tenant depends on them. */
