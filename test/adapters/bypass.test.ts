@@ -37,6 +37,25 @@ describe('adapters: requests cannot bypass a per-route limit', () => {
         await app.close()
       })
 
+      it('keys a route of GET and POST once, HEAD included: 3 of each, 2 admitted in all', async () => {
+        const store = memoryStore()
+        const app = await flavour.build({
+          shared: { store },
+          route: definePolicy({ name: 'multi', limit: 2, window: '1m' }),
+        })
+        const admitted: string[] = []
+        for (let round = 0; round < 3; round++) {
+          for (const method of ['HEAD', 'POST', 'GET'] as const) {
+            const res = await app.request(method, '/api/multi')
+            expect(res.status, method).to.be.oneOf([200, 429])
+            if (res.status === 200) admitted.push(method)
+          }
+        }
+        expect(admitted).to.deep.equal(['HEAD', 'POST'])
+        expect(store.size, 'one window for the one route').to.equal(1)
+        await app.close()
+      })
+
       it("counts HEAD in its GET route's window", async () => {
         const store = memoryStore()
         const app = await flavour.build({

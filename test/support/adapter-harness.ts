@@ -30,7 +30,7 @@ export type SharedOptions = Omit<HttpRateLimitOptions<never>, 'limit' | 'window'
 
 /**
  * One app, the same on every framework: GET /users/:id, GET /search, a router mounted under /api with
- * GET /api/items/:id and a route of every method, /api/op, and one mounted under a pattern with
+ * GET /api/items/:id, a route of every method, /api/op, and one of GET and POST, /api/multi, and one mounted under a pattern with
  * GET /users/:uid/posts, each answering {"ok":true}. GET /files/:name, POST /files/upload and
  * DELETE /files/archive: routes whose paths overlap, of other methods. `route` limits every route (per-route
  * middleware, or Fastify's `config.rateLimit`); `app` limits the whole app (app.use, or the plugin's own policy).
@@ -120,6 +120,11 @@ function expressFlavour(name: string, express: typeof express5): Flavour {
       if (spec.sameMiddlewareTwice && appLimit) router.use(appLimit)
       router.get('/items/:id', ...limit(), ok)
       router.all('/op', ...limit(), ok)
+      const multi = limit()
+      router
+        .route('/multi')
+        .get(...multi, ok)
+        .post(...multi, ok)
       app.use('/api', router)
       app.get('/files/:name', ...limit(), ok)
       app.post('/files/upload', ...limit(), ok)
@@ -161,6 +166,7 @@ function koaFlavour(name: string, Koa: typeof Koa3): Flavour {
       if (spec.sameMiddlewareTwice && appLimit) api.use(appLimit)
       api.get('/items/:id', ...limit(), ok)
       api.all('/op', ...limit(), ok)
+      api.register('/multi', ['GET', 'POST'], [...limit(), ok])
       router.get('/files/:name', ...limit(), ok)
       router.post('/files/upload', ...limit(), ok)
       router.delete('/files/archive', ...limit(), ok)
@@ -200,6 +206,7 @@ function fastifyFlavour(name: string, fastify: typeof Fastify): Flavour {
         async (api) => {
           api.get('/items/:id', config, ok)
           api.all('/op', config, ok)
+          api.route({ method: ['GET', 'POST'], url: '/multi', ...config, handler: ok })
         },
         { prefix: '/api' },
       )

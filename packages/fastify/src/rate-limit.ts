@@ -70,12 +70,6 @@ function trustsAnyPeer(request: FastifyRequest): boolean {
   }
 }
 
-/** Whether the matched route takes several methods: `app.all`, or `method: ['GET', 'POST']` in `app.route`. */
-function routeTakesManyMethods(request: FastifyRequest): boolean {
-  const method: unknown = request.routeOptions.method
-  return Array.isArray(method) && manyMethods(method as string[])
-}
-
 const NOTHING_LIMITED =
   'the rateLimit plugin was registered with no limit of its own and no route declared after it has a ' +
   'config.rateLimit, so it limits no request. Pass it a limit to limit every route ' +
@@ -123,6 +117,16 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
     return http
   }
 
+  // Routes of several methods with their own policy, by URL: Fastify serves HEAD for one that takes GET by a HEAD
+  // route of its own, which is still the same route definition.
+  const severalMethods = new Set<string>()
+
+  /** Whether the matched route takes several methods: `app.all`, or `method: ['GET', 'POST']` in `app.route`. */
+  function routeTakesManyMethods({ routeOptions: { method, url } }: FastifyRequest): boolean {
+    if (Array.isArray(method)) return manyMethods(method)
+    return method === 'HEAD' && url !== undefined && severalMethods.has(url)
+  }
+
   /** `perRoute`: the route has its own policy, so its pattern keys it; the plugin's policy counts across routes. */
   function describe(request: FastifyRequest, perRoute: boolean): RequestInfo {
     const peerAddress = request.socket.remoteAddress
@@ -144,7 +148,9 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
   // missed them, yet its onRequest hook applies to them) get their limiter on their first request instead.
   fastify.addHook('onRoute', (route) => {
     const config = route.config?.rateLimit
-    if (config !== undefined && config !== false) routeLimiter(config)
+    if (config === undefined || config === false) return
+    routeLimiter(config)
+    if (Array.isArray(route.method) && manyMethods(route.method)) severalMethods.add(route.url)
   })
   if (!global) {
     // Registered without a policy and no route of its own: most likely `app.register(rateLimit)`, options forgotten.
