@@ -213,6 +213,7 @@ describe('adapters: a response already sent before the limiter decided', () => {
         expect(res.status).to.equal(503)
         expect((await refund).outcome).to.equal('refunded')
         expect((await limiter.peek(key)).remaining).to.equal(5)
+        await turn()
         expect(watch.errors).to.deep.equal([])
       })
     })
