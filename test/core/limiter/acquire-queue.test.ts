@@ -74,6 +74,19 @@ describe('acquire (fake timers: the clock moves only when the test moves it)', (
     expect(limiter.stats()).to.include({ storeCalls: 14, allowed: 12, denied: 2 })
   })
 
+  it('sleeps a wait longer than a Node timer holds (30-day window) in one store call, not a 1 ms loop', async () => {
+    const limiter = limiterOf(1, 30 * 86_400_000)
+    await limiter.consume('k')
+    const waiting = track(limiter.acquire('k'))
+    await clock.tickAsync(10_000)
+    expect(waiting.settled).to.equal(false)
+    // The consume, and the one denial before the wait.
+    expect(limiter.stats()).to.include({ storeCalls: 2, denied: 1 })
+    await clock.tickAsync(30 * 86_400_000 - 10_000)
+    expect(waiting.value?.allowed).to.equal(true)
+    expect(limiter.stats()).to.include({ storeCalls: 3, allowed: 2 })
+  })
+
   it('serves waiters on one key first-in first-out, whatever their cost', async () => {
     const limiter = limiterOf(3, 1_000)
     await limiter.consume('k', { cost: 3 })
