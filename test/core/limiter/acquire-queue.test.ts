@@ -155,6 +155,28 @@ describe('acquire (fake timers: the clock moves only when the test moves it)', (
     expect(limiter.stats().allowed, 'the aborted waiter consumed nothing').to.equal(2)
   })
 
+  it('adds one abort listener to a signal however many waiters share it, and removes it with the last', async () => {
+    const limiter = limiterOf(1, 1_000)
+    await limiter.consume('k')
+    const shared = new AbortController()
+    const waiters = Array.from({ length: 40 }, () => track(limiter.acquire('k', { signal: shared.signal })))
+    expect(getEventListeners(shared.signal, 'abort').length).to.equal(1)
+    await clock.tickAsync(1_000)
+    expect(waiters.filter((w) => w.value?.allowed).length).to.equal(1)
+    expect(getEventListeners(shared.signal, 'abort').length).to.equal(1)
+    shared.abort(new Error('shutting down'))
+    await clock.tickAsync(0)
+    expect(waiters.filter((w) => (w.error as Error | undefined)?.message === 'shutting down').length).to.equal(39)
+    expect(getEventListeners(shared.signal, 'abort').length).to.equal(0)
+
+    const other = new AbortController()
+    const admitted = [limiter.acquire('j', { signal: other.signal }), limiter.acquire('j', { signal: other.signal })]
+    expect(getEventListeners(other.signal, 'abort').length).to.equal(1)
+    await clock.tickAsync(1_000)
+    expect((await Promise.all(admitted)).map((d) => d.allowed)).to.deep.equal([true, true])
+    expect(getEventListeners(other.signal, 'abort').length, 'the last waiter took the listener with it').to.equal(0)
+  })
+
   it('rejects at once when the signal is already aborted', async () => {
     const limiter = limiterOf(1, 1_000)
     const error = await limiter.acquire('k', { signal: AbortSignal.abort() }).catch((e: unknown) => e)

@@ -1,3 +1,4 @@
+import { createAbortWatch } from '../common/abort-watch.js'
 import { QueueFullError, RateLimitTimeoutError } from '../common/errors.js'
 import { startTimer, type Timer } from '../common/timer.js'
 import type { Decision } from './decision.js'
@@ -64,6 +65,7 @@ export function createAcquireQueue<T>(
 ): Acquire<T> {
   const { maxQueue } = options
   const queues = new Map<string, KeyQueue<T>>()
+  const watchAbort = createAbortWatch()
 
   function settle(queue: KeyQueue<T>, waiter: Waiter, finish: () => void): void {
     if (waiter.settled) return
@@ -266,9 +268,7 @@ export function createAcquireQueue<T>(
         waiter.timer = startTimer(expire, maxWaitMs)
       }
       if (signal) {
-        const onAbort = () => leave(owner, waiter, () => reject(signal.reason))
-        signal.addEventListener('abort', onAbort, { once: true })
-        waiter.cleanup = () => signal.removeEventListener('abort', onAbort)
+        waiter.cleanup = watchAbort(signal, () => leave(owner, waiter, () => reject(signal.reason)))
       }
       // Waiters that left behind the head stay in the array until it reaches them: compact now and then.
       if (queue.waiters.length > 2 * queue.live + 64) queue.waiters = queue.waiters.filter((w) => !w.settled)
