@@ -172,11 +172,20 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const [first] = policies
   const { servers } = store
   const openingsAtStart = servers?.openings ?? 0
-  const events = createEmitter<LimiterEvents>((event) => {
-    // Breaker events are forwarded only once someone listens, so idle limiters hold no subscription.
-    if (event === 'breakerOpen') servers?.on('open', () => events.emit('breakerOpen'))
-    if (event === 'breakerClose') servers?.on('close', () => events.emit('breakerClose'))
-  })
+  // Breaker events are forwarded only while someone listens: the store's server set, shared by every limiter
+  // on the store, holds a limiter through its forwarding listener, so that listener goes with the last one.
+  const forwarding = new Map<keyof LimiterEvents, () => void>()
+  const events = createEmitter<LimiterEvents>(
+    (event) => {
+      if (!servers || (event !== 'breakerOpen' && event !== 'breakerClose')) return
+      const forward = () => events.emit(event)
+      forwarding.set(event, servers.on(event === 'breakerOpen' ? 'open' : 'close', forward))
+    },
+    (event) => {
+      forwarding.get(event)?.()
+      forwarding.delete(event)
+    },
+  )
   const mode = failClosed
     ? 'failing closed'
     : policies.some((p) => p.fallback)
