@@ -153,3 +153,48 @@ describe('the default route key', () => {
     expect(manyMethods(['GET', 'post'])).to.equal(true)
   })
 })
+
+describe('limit(req) with inline options: the policy has no limit of its own', () => {
+  const info: RequestInfo = {
+    ip: '203.0.113.9',
+    method: 'GET',
+    routePattern: '/x',
+    forwardedFor: false,
+    trustProxy: 'none',
+    peerAddress: '203.0.113.9',
+  }
+  const PLANS: Record<string, number> = { free: 2 }
+  const planned = (plan: (name: string | undefined) => unknown) =>
+    createHttpLimiter<{ plan?: string }>(
+      { store: memoryStore(), window: '1m', limit: (req) => plan(req.plan) as number, logger: { warn() {} } },
+      framework,
+    )
+  const statuses = async (http: ReturnType<typeof planned>, plan: string | undefined, n: number) => {
+    const seen: (number | string)[] = []
+    for (let i = 0; i < n; i++) {
+      const outcome = await http.handle(plan === undefined ? {} : { plan }, info)
+      seen.push(outcome.action === 'respond' ? outcome.status : outcome.action)
+    }
+    return seen
+  }
+
+  it('a map naming the policy gives its limit', async () => {
+    const http = planned((plan) => ({ 'plan-per-60000ms': PLANS[plan ?? ''] }))
+    expect(await statuses(http, 'free', 3)).to.deep.equal(['next', 'next', 429])
+  })
+
+  it('a map that leaves the policy out, or gives it undefined, fails the request as an undefined number does', async () => {
+    const results: unknown[] = [undefined, { 'plan-per-60000ms': undefined }, {}, { other: 5 }, new Map()]
+    for (const result of results) {
+      const http = planned(() => result)
+      const outcome = await http.handle({}, info)
+      expect(outcome.action === 'respond' && outcome.status, String(result)).to.equal(500)
+      if (outcome.action !== 'respond') continue
+      expect(JSON.parse(outcome.body)).to.include({ code: 'ERR_FLEETLIMIT_OPTION' })
+      expect(outcome.body).to.include('invalid `limit(req)`')
+      expect(http.limiter.stats().decisions, 'nothing was decided').to.equal(0)
+    }
+    const http = planned((plan) => ({ 'plan-per-60000ms': PLANS[plan ?? ''] }))
+    expect(await statuses(http, 'enterprise', 2)).to.deep.equal([500, 500])
+  })
+})

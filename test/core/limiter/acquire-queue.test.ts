@@ -74,6 +74,19 @@ describe('acquire (fake timers: the clock moves only when the test moves it)', (
     expect(limiter.stats()).to.include({ storeCalls: 14, allowed: 12, denied: 2 })
   })
 
+  it('sleeps a wait longer than a Node timer holds (30-day window) in one store call, not a 1 ms loop', async () => {
+    const limiter = limiterOf(1, 30 * 86_400_000)
+    await limiter.consume('k')
+    const waiting = track(limiter.acquire('k'))
+    await clock.tickAsync(10_000)
+    expect(waiting.settled).to.equal(false)
+    // The consume, and the one denial before the wait.
+    expect(limiter.stats()).to.include({ storeCalls: 2, denied: 1 })
+    await clock.tickAsync(30 * 86_400_000 - 10_000)
+    expect(waiting.value?.allowed).to.equal(true)
+    expect(limiter.stats()).to.include({ storeCalls: 3, allowed: 2 })
+  })
+
   it('serves waiters on one key first-in first-out, whatever their cost', async () => {
     const limiter = limiterOf(3, 1_000)
     await limiter.consume('k', { cost: 3 })
@@ -140,6 +153,28 @@ describe('acquire (fake timers: the clock moves only when the test moves it)', (
     await clock.tickAsync(700)
     expect(next.value?.allowed).to.equal(true)
     expect(limiter.stats().allowed, 'the aborted waiter consumed nothing').to.equal(2)
+  })
+
+  it('adds one abort listener to a signal however many waiters share it, and removes it with the last', async () => {
+    const limiter = limiterOf(1, 1_000)
+    await limiter.consume('k')
+    const shared = new AbortController()
+    const waiters = Array.from({ length: 40 }, () => track(limiter.acquire('k', { signal: shared.signal })))
+    expect(getEventListeners(shared.signal, 'abort').length).to.equal(1)
+    await clock.tickAsync(1_000)
+    expect(waiters.filter((w) => w.value?.allowed).length).to.equal(1)
+    expect(getEventListeners(shared.signal, 'abort').length).to.equal(1)
+    shared.abort(new Error('shutting down'))
+    await clock.tickAsync(0)
+    expect(waiters.filter((w) => (w.error as Error | undefined)?.message === 'shutting down').length).to.equal(39)
+    expect(getEventListeners(shared.signal, 'abort').length).to.equal(0)
+
+    const other = new AbortController()
+    const admitted = [limiter.acquire('j', { signal: other.signal }), limiter.acquire('j', { signal: other.signal })]
+    expect(getEventListeners(other.signal, 'abort').length).to.equal(1)
+    await clock.tickAsync(1_000)
+    expect((await Promise.all(admitted)).map((d) => d.allowed)).to.deep.equal([true, true])
+    expect(getEventListeners(other.signal, 'abort').length, 'the last waiter took the listener with it').to.equal(0)
   })
 
   it('rejects at once when the signal is already aborted', async () => {

@@ -93,6 +93,29 @@ describe('local tier', () => {
     })
   })
 
+  describe('fixed leases (fake timers)', () => {
+    let clock: sinon.SinonFakeTimers
+    beforeEach(() => {
+      clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
+    })
+    afterEach(() => clock.restore())
+
+    it('keeps a lease longer than a Node timer holds (30 days) until its expiry, then returns its unused units', async () => {
+      const limiter = createRateLimiter({
+        store: memoryStore({ clock: () => Date.now() }),
+        limit: 100,
+        window: '366d',
+        local: { lease: 5, leaseTtlMs: '30d' },
+      })
+      await limiter.consume('k')
+      await clock.tickAsync(10_000)
+      expect(limiter.stats()).to.include({ leasedUnits: 5, expiredUnits: 0 })
+      expect(await limiter.consume('k')).to.include({ allowed: true, source: 'local' })
+      await clock.tickAsync(30 * 86_400_000 - 10_000)
+      expect(limiter.stats()).to.include({ leasedUnits: 5, leaseUsedUnits: 2, expiredUnits: 3, returnedUnits: 3 })
+    })
+  })
+
   describe('leases on Redis', () => {
     it('a fleet of four processes with the deny cache, then with auto leases, never exceeds the limit', async function () {
       this.timeout(60_000)

@@ -67,6 +67,18 @@ describe('memoryStore model (fast-check, injected clock)', () => {
     expect((await store.peek([request]))[0]).to.include({ allowed: true, remaining: 2 })
   })
 
+  it('takes an injected clock’s step forward for time passed, and after a step back admits nothing more', async () => {
+    let now = 10_000
+    const store = memoryStore({ clock: () => now })
+    const request = { key: 'k', limit: 5, windowMs: 2_000, cost: 5 }
+    expect((await store.consume([request]))[0]?.allowed).to.equal(true)
+    now += 3_600_000
+    // As documented: a monotonic clock is the caller's to give; a forward step is a window gone by.
+    expect((await store.consume([request]))[0]?.allowed).to.equal(true)
+    now -= 3_600_000
+    expect((await store.consume([{ ...request, cost: 1 }]))[0]).to.include({ allowed: false, retryAfterMs: 3_602_000 })
+  })
+
   it('sweeps idle keys, explicitly and on a later call', async () => {
     let now = 0
     const store = memoryStore({ clock: () => now, sweepIntervalMs: 5_000 })

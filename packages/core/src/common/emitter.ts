@@ -8,8 +8,13 @@ export interface Emitter<Events extends Record<string, unknown[]>> {
   has(event: keyof Events): boolean
 }
 
+/**
+ * `onFirstListener` runs when an event gets a listener and had none, `onLastListener` when its last one goes:
+ * together they let an emitter hold a subscription of its own only while someone listens.
+ */
 export function createEmitter<Events extends Record<string, unknown[]>>(
   onFirstListener?: (event: keyof Events) => void,
+  onLastListener?: (event: keyof Events) => void,
 ): Emitter<Events> {
   const listeners = new Map<keyof Events, Set<Listener>>()
   return {
@@ -21,8 +26,13 @@ export function createEmitter<Events extends Record<string, unknown[]>>(
         onFirstListener?.(event)
       }
       const entry = listener as unknown as Listener
-      set.add(entry)
-      return () => set.delete(entry)
+      const own = set
+      own.add(entry)
+      return () => {
+        if (!own.delete(entry) || own.size > 0 || listeners.get(event) !== own) return
+        listeners.delete(event)
+        onLastListener?.(event)
+      }
     },
     has: (event) => (listeners.get(event)?.size ?? 0) > 0,
     emit(event, ...args) {

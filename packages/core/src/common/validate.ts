@@ -236,6 +236,13 @@ export function checkOptionNames(
   return options as Record<string, unknown>
 }
 
+/** An object literal (or one made with Object.create(null)): not a Map, an array or a class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false
+  const prototype = Object.getPrototypeOf(value)
+  return prototype === Object.prototype || prototype === null
+}
+
 /** A whole number in [min, max], or an OptionError naming `option`. */
 export function checkInteger(value: unknown, option: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {

@@ -346,6 +346,9 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   }
   const costOf = optionalFunction(typeof options.cost === 'function' ? options.cost : undefined, 'cost')
   const limitOf = optionalFunction(typeof options.limit === 'function' ? options.limit : undefined, 'limit')
+  // With inline options, limit(req) gives the policy its only limit (its own is the MAX_LIMIT ceiling): a map
+  // must name it, or every request it leaves out would be admitted a billion times.
+  const unlimited = limitOf && Object.keys(inlinePolicy(options)).length > 0 ? limiter.policy.name : undefined
   const standard: HeaderStandard | false =
     options.headers === false ? false : checkOneOf(options.headers ?? 'draft-8', 'headers', STANDARDS)
   const legacy = checkBoolean(options.legacyHeaders ?? false, 'legacyHeaders')
@@ -508,8 +511,9 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     const cost = costOf ? await costOf(req) : undefined
     const limit = limitOf ? await limitOf(req) : undefined
     if (typeof limit === 'number') checkInteger(limit, 'limit(req)', 1, MAX_LIMIT)
-    else if (limitOf && (typeof limit !== 'object' || limit === null)) {
-      throw new OptionError('limit(req)', limit, `a whole number from 1 to ${MAX_LIMIT}`)
+    else if (limitOf && !namesLimit(limit, unlimited)) {
+      const map = unlimited === undefined ? '' : `, or a map that gives policy '${unlimited}' its limit`
+      throw new OptionError('limit(req)', limit, `a whole number from 1 to ${MAX_LIMIT}${map}`)
     }
     // Under the policies' own limits, a cost is checked here, under the name of the function that gave it.
     if (cost !== undefined) checkInteger(cost, 'cost(req)', 1, limit === undefined ? maxCost : MAX_LIMIT)
@@ -681,6 +685,12 @@ function inlinePolicy<Req, Res>(options: HttpRateLimitOptions<Req, Res>): Partia
       : [[name, value] as const]
   })
   return Object.fromEntries(entries)
+}
+
+/** Whether limit(req)'s result is a map, one with an own entry for the policy `name` when one is given. */
+function namesLimit(limit: unknown, name: string | undefined): boolean {
+  if (typeof limit !== 'object' || limit === null) return false
+  return name === undefined || (Object.hasOwn(limit, name) && (limit as Record<string, unknown>)[name] !== undefined)
 }
 
 /** Whether the options name a limit at all (Fastify's plugin may be registered for per-route policies only). */

@@ -1,4 +1,6 @@
+import { createAbortWatch } from '../common/abort-watch.js'
 import { QueueFullError, RateLimitTimeoutError } from '../common/errors.js'
+import { startTimer, type Timer } from '../common/timer.js'
 import type { Decision } from './decision.js'
 
 /** Waits for `target` (the store keys of one call), queued under `queueKey`. */
@@ -17,7 +19,7 @@ interface Waiter {
   settled: boolean
   resolve(decision: Decision): void
   reject(error: unknown): void
-  timer?: ReturnType<typeof setTimeout>
+  timer?: Timer
   cleanup?: () => void
 }
 
@@ -63,12 +65,13 @@ export function createAcquireQueue<T>(
 ): Acquire<T> {
   const { maxQueue } = options
   const queues = new Map<string, KeyQueue<T>>()
+  const watchAbort = createAbortWatch()
 
   function settle(queue: KeyQueue<T>, waiter: Waiter, finish: () => void): void {
     if (waiter.settled) return
     waiter.settled = true
     queue.live--
-    if (waiter.timer !== undefined) clearTimeout(waiter.timer)
+    waiter.timer?.cancel()
     waiter.cleanup?.()
     finish()
   }
@@ -136,12 +139,12 @@ export function createAcquireQueue<T>(
   function sleep(queue: KeyQueue<T>, until: number): Promise<boolean> {
     return new Promise((resolve) => {
       const done = (early: boolean) => {
-        clearTimeout(timer)
+        timer.cancel()
         queue.wakeAt = 0
         queue.wake = undefined
         resolve(early)
       }
-      const timer = setTimeout(() => done(false), Math.max(0, until - now()))
+      const timer = startTimer(() => done(false), until - now())
       queue.wakeAt = until
       queue.wake = () => done(true)
     })
@@ -257,17 +260,15 @@ export function createAcquireQueue<T>(
         const expire = () => {
           // A wake due at this same instant goes first: a wait ending exactly at the deadline is within it.
           if (owner.wakeAt > 0 && owner.wakeAt <= now()) {
-            waiter.timer = setTimeout(expire, 0)
+            waiter.timer = startTimer(expire, 0)
             return
           }
           leave(owner, waiter, () => reject(new RateLimitTimeoutError(Math.ceil(knownWait(owner, waiter)), maxWaitMs)))
         }
-        waiter.timer = setTimeout(expire, maxWaitMs)
+        waiter.timer = startTimer(expire, maxWaitMs)
       }
       if (signal) {
-        const onAbort = () => leave(owner, waiter, () => reject(signal.reason))
-        signal.addEventListener('abort', onAbort, { once: true })
-        waiter.cleanup = () => signal.removeEventListener('abort', onAbort)
+        waiter.cleanup = watchAbort(signal, () => leave(owner, waiter, () => reject(signal.reason)))
       }
       // Waiters that left behind the head stay in the array until it reaches them: compact now and then.
       if (queue.waiters.length > 2 * queue.live + 64) queue.waiters = queue.waiters.filter((w) => !w.settled)

@@ -1,7 +1,7 @@
 import { parseDuration } from '../common/duration.js'
 import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
-import { checkInteger, checkOptionNames } from '../common/validate.js'
+import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
 import type { Lease, RefundRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
@@ -172,11 +172,20 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const [first] = policies
   const { servers } = store
   const openingsAtStart = servers?.openings ?? 0
-  const events = createEmitter<LimiterEvents>((event) => {
-    // Breaker events are forwarded only once someone listens, so idle limiters hold no subscription.
-    if (event === 'breakerOpen') servers?.on('open', () => events.emit('breakerOpen'))
-    if (event === 'breakerClose') servers?.on('close', () => events.emit('breakerClose'))
-  })
+  // Breaker events are forwarded only while someone listens: the store's server set, shared by every limiter
+  // on the store, holds a limiter through its forwarding listener, so that listener goes with the last one.
+  const forwarding = new Map<keyof LimiterEvents, () => void>()
+  const events = createEmitter<LimiterEvents>(
+    (event) => {
+      if (!servers || (event !== 'breakerOpen' && event !== 'breakerClose')) return
+      const forward = () => events.emit(event)
+      forwarding.set(event, servers.on(event === 'breakerOpen' ? 'open' : 'close', forward))
+    },
+    (event) => {
+      forwarding.get(event)?.()
+      forwarding.delete(event)
+    },
+  )
   const mode = failClosed
     ? 'failing closed'
     : policies.some((p) => p.fallback)
@@ -343,11 +352,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           : `a map from policy name (${policyNames.join(', ')}) to limit: this limiter has several policies`,
       )
     }
+    // A Map's entries are not properties: read as an object it would name no limit, silently.
+    if (!isPlainObject(value)) {
+      throw new OptionError('limit', value, `a plain object from policy name (${policyNames.join(', ')}) to limit`)
+    }
     checkOptionNames(value, 'limit', policyNames)
+    // Own entries only: a policy named `constructor` or `toString` that the map leaves out keeps its own limit.
     const byName = value as Record<string, unknown>
-    return policies.map((p) =>
-      byName[p.name] === undefined ? p.limit : checkInteger(byName[p.name], `limit.${p.name}`, 1, MAX_LIMIT),
-    )
+    return policies.map((p) => {
+      const given = Object.hasOwn(byName, p.name) ? byName[p.name] : undefined
+      return given === undefined ? p.limit : checkInteger(given, `limit.${p.name}`, 1, MAX_LIMIT)
+    })
   }
 
   /** A call's windows and cost; the cost must fit in each of its limits. */

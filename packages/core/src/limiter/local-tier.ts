@@ -1,5 +1,6 @@
 import { type Duration, parseDuration } from '../common/duration.js'
 import { OptionError } from '../common/errors.js'
+import { startTimer, type Timer } from '../common/timer.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import type { Lease, LeaseResult, Store } from '../store/store.js'
 import type { Decision } from './decision.js'
@@ -56,7 +57,7 @@ interface LeaseEntry {
   readonly resetMs: number
   readonly at: number
   used: number
-  timer: ReturnType<typeof setTimeout> | undefined
+  timer: Timer | undefined
 }
 
 /**
@@ -160,7 +161,7 @@ export function createLocalTier(
   }
 
   function expire(id: string, entry: LeaseEntry) {
-    if (entry.timer) clearTimeout(entry.timer)
+    entry.timer?.cancel()
     if (leases.get(id) === entry) leases.delete(id)
     const unused = entry.lease.granted - entry.used
     if (unused <= 0) return
@@ -275,8 +276,7 @@ export function createLocalTier(
         timer: undefined,
       }
       if (lease.granted > cost) {
-        entry.timer = setTimeout(() => expire(id, entry), Math.max(0, entry.expiresAt - now()))
-        entry.timer.unref?.()
+        entry.timer = startTimer(() => expire(id, entry), entry.expiresAt - now(), { unref: true })
       }
       touch(leases, id, entry, bound)
     },

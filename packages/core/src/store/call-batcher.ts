@@ -32,10 +32,13 @@ export function createCallBatcher(
   maxBatch = MAX_BATCH,
 ): CallBatcher {
   const waiting = new Map<string, Call[]>()
-  let scheduled = false
+  // The setImmediate the pending flush went to, undefined when none is pending. One given to a setImmediate that
+  // is no longer the global one (fake timers installed during a call, then restored) may never run: the next
+  // call schedules the flush again rather than wait for MAX_BATCH calls to pile up.
+  let scheduledWith: typeof setImmediate | undefined
 
   const flush = () => {
-    scheduled = false
+    scheduledWith = undefined
     for (const calls of waiting.values()) void send(calls)
     waiting.clear()
   }
@@ -82,8 +85,8 @@ export function createCallBatcher(
         if (calls.length >= maxBatch) {
           waiting.delete(group)
           void send(calls)
-        } else if (!scheduled) {
-          scheduled = true
+        } else if (scheduledWith !== setImmediate) {
+          scheduledWith = setImmediate
           setImmediate(flush)
         }
       })

@@ -15,7 +15,11 @@ import {
 } from './store.js'
 
 export interface MemoryStoreOptions {
-  /** The clock, in ms. Default: a monotonic clock. Inject one for tests. */
+  /**
+   * The clock, in ms. Default: a monotonic clock. Inject one for tests. It must not step: the store takes a step
+   * forward for time passed (every window slides by it, so a 1 h step admits a fresh window at once), and after a
+   * step back it denies what was admitted before it until the clock is back there. `Date.now` steps (NTP).
+   */
   clock?: () => number
   /** How often, at most, a sweep of idle keys starts (it runs a slice at a time on later calls; no timer runs). Default 10000 ms. */
   sweepIntervalMs?: number

@@ -1,0 +1,46 @@
+import { createRateLimiter, memoryStore, type Store } from '@fleetlimit/core'
+import { expect } from 'chai'
+import sinon from 'sinon'
+import { createServerSet } from '../../../packages/core/src/store/server-set.js'
+
+/** A memory store behind a server set whose live 'open' and 'close' subscriptions are counted. */
+function countedServers() {
+  const servers = createServerSet({ breaker: { failureThreshold: 1 } })
+  const live = { open: 0, close: 0 }
+  const on = servers.on
+  sinon.stub(servers, 'on').callsFake((event, listener) => {
+    live[event]++
+    const off = on(event, listener)
+    return () => {
+      live[event]--
+      off()
+    }
+  })
+  const store: Store = { ...memoryStore(), servers }
+  return { store, servers, live }
+}
+
+describe('limiter events', () => {
+  it('forwards breaker events only while someone listens: unsubscribing leaves the store no hold on the limiter', () => {
+    const { store, servers, live } = countedServers()
+    const limiter = createRateLimiter({ store, limit: 5, window: '1m' })
+    const opened: string[] = []
+    const offs = [
+      limiter.on('breakerOpen', () => opened.push('a')),
+      limiter.on('breakerOpen', () => opened.push('b')),
+      limiter.on('breakerClose', () => {}),
+    ]
+    expect(live).to.deep.equal({ open: 1, close: 1 })
+    servers.for('k').breaker.failure()
+    expect(opened).to.deep.equal(['a', 'b'])
+    for (const off of offs) off()
+    expect(live).to.deep.equal({ open: 0, close: 0 })
+
+    // Listening again subscribes again; an unsubscribe called twice takes nothing more.
+    const again = limiter.on('breakerOpen', () => opened.push('c'))
+    offs[0]?.()
+    expect(live).to.deep.equal({ open: 1, close: 0 })
+    again()
+    expect(live).to.deep.equal({ open: 0, close: 0 })
+  })
+})
