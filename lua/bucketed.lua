@@ -13,6 +13,9 @@
 -- ARGV[6]  deadline server time in microseconds after which nothing is recorded; 0 for none
 -- ARGV[7]  block    ms: a consume denied for lack of room holds the key that long; 0 for none
 -- ARGV[8]  recorded ('refund' only) the server µs of the admission whose `cost` units are removed from its bucket
+-- KEYS[2]  ('refund' only, optional) the refund's marker, of KEYS[1]'s hash tag: set for as long as the bucket
+--          counts, in the same run that removes the units; a refund that finds it set removes nothing and replies
+--          { 0, 2, 0, 0, nowUs }
 --
 -- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }, as sliding-log.lua (-1 past the deadline). A held
 -- key denies every call, with the wait until the hold ends (or until the cost fits, if later).
@@ -97,6 +100,10 @@ end
 
 if mode == 'refund' then
   -- Removes up to `cost` units from the bucket of ARGV[8] (server µs), if it still overlaps the window.
+  local marker = KEYS[2]
+  if marker and redis.call('EXISTS', marker) == 1 then
+    return { 0, 2, 0, 0, now }
+  end
   local index = math.floor(tonumber(ARGV[8]) / width)
   local removed = 0
   for _, bucket in ipairs(live) do
@@ -106,6 +113,9 @@ if mode == 'refund' then
   end
   if removed > 0 then
     redis.call('HINCRBY', key, index, -removed)
+    if marker then
+      redis.call('SET', marker, '1', 'PX', ms_until_out(index))
+    end
   end
   return { removed, 0, 0, 0, now }
 end

@@ -24,13 +24,18 @@
 --   then (l only) '>ddd': min (the fewest units worth it), waitFor (on denial, the wait reported is until this
 --               many fit), ttl (ms: the lease's units may be used until now + ttl; at most 2^39 µs, or 2^47 µs
 --               with 10-byte entries: a longer lease fails, as an error about its key would)
---   or per key (r) '>dd': the time its units were recorded at (server µs: a reply's recordedUs), its window (ms)
+--   or per key (r) '>dd': the time its units were recorded at (server µs: a reply's recordedUs), its window (ms);
+--               a refund's last key is its marker, with '>dd' 0, 0: a key of the first key's hash tag, set (for as
+--               long as the units could count) in the same run that removes them, so that a refund sent again (a
+--               retry after a timeout) removes nothing more
 --
 -- Reply: one binary string, big-endian: each call's reply, call after call: '>bdI4', then '>bI4I6I6d' per window
 -- (none for 'r' and 'z', nor past the deadline, nor after an error)
 --   status      1 admitted (granted, released, held) everywhere it is enforced; 0 denied (nothing released);
 --               -1 past the deadline; -2 an error about one of its keys (WRONGTYPE, say), which failed that call
---               alone: its message follows, `units` bytes long
+--               alone: its message follows, `units` bytes long; for 'r' only: 2 its marker was set (refunded
+--               already, nothing released), 3 an entry has more than MAX_RELEASE_TAIL entries after it (nothing
+--               released)
 --   nowUs       the server time of the decision, in µs (a double)
 --   units       units recorded (c, l) or removed (r: the most removed from one key); 0 when none
 --   then for each window i: allowed_i (it alone has room), remaining_i (units left after this call),
@@ -90,7 +95,8 @@ local WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE = 10, '>I6I4', '>I6I4dI
 local NARROW_LEASE, WIDE_LEASE = 2 ^ 39, 2 ^ 47
 local REPLY = '>bdI4bI4I6I6d'
 local M32 = 4294967296
--- A release rewrites the entries recorded after the one it changes: at most this many.
+-- A release rewrites the entries recorded after the one it changes: at most this many (more: it releases nothing,
+-- and says so), so that its work stays bounded.
 local MAX_RELEASE_TAIL = 2000
 -- The entries a hot key's call reads when its window slid past more than the next few (a burst leaving it).
 local LONG_READ = 128
@@ -636,48 +642,68 @@ for a = 1, args do
           return function(A, k, nk, op, units, cursor)
             if op == 'r' then
               -- Removes up to `units` units recorded at the given time from each key's entry of that time, if it is
-              -- still in the window.
-              local logs, times = {}, {}
+              -- still in the window. Every key is read before any is written: a refund that finds its marker set, or
+              -- an entry with more than MAX_RELEASE_TAIL entries after it, changes nothing.
+              local records, windows, marker = {}, nk, nil
               for j = 1, nk do
                 local recorded, window
                 recorded, window, cursor = unpack('>dd', A, cursor)
-                logs[j], times[j] = open(KEYS[k + j - 1], window * 1000), recorded
+                records[j] = { recorded, window }
               end
-              local most = 0
-              for j, log in ipairs(logs) do
-                local recorded, removed = times[j], 0
+              if records[nk][2] == 0 then
+                marker, windows = KEYS[k + nk - 1], nk - 1
+                if redis.call('EXISTS', marker) == 1 then
+                  return pack('>bdI4', 2, now, 0)
+                end
+              end
+              local removals, most, until_us = {}, 0, 0
+              for j = 1, windows do
+                local recorded = records[j][1]
+                local log = open(KEYS[k + j - 1], records[j][2] * 1000)
+                local removal = { log = log, removed = 0 }
                 local ts = log.n > 0 and recorded - log.base
                 if ts and ts > log.now - log.window and ts <= log.newest then
                   local first = search(log, log.head, log.n - 1, function(t)
                     return t >= ts
                   end)
-                  local from = math.max(first - 1, 0)
-                  local tss, cums = {}, {}
-                  if log.n - first <= MAX_RELEASE_TAIL then
-                    tss, cums = entries_at(log, from, log.n - from)
+                  if log.n - 1 - first > MAX_RELEASE_TAIL then
+                    return pack('>bdI4', 3, now, 0)
                   end
+                  local from = math.max(first - 1, 0)
+                  local tss, cums = entries_at(log, from, log.n - from)
                   local i = first - from + 1
                   if tss[i] == ts then
                     local before = first > 0 and cums[1] or log.cum0
-                    removed = math.min(units, (cums[i] - before) % M32)
-                  end
-                  if removed > 0 then
-                    -- Every running total from that entry on drops by the units removed, in the body and in the cache.
-                    local parts = {}
-                    for e = i, #tss do
-                      parts[#parts + 1] = pack(log.form.entry, tss[e], (cums[e] - removed) % M32)
-                    end
-                    for e = 1, log.kc do
-                      if log.head + e - 1 >= first then
-                        log.cum[e] = (log.cum[e] - removed) % M32
-                      end
-                    end
-                    log.total = (log.total - removed) % M32
-                    local offset = format('%d', first * log.form.e)
-                    redis.call('SETRANGE', log.key, offset, table.concat(parts) .. header(log))
+                    removal.removed = math.min(units, (cums[i] - before) % M32)
+                    removal.first, removal.i, removal.tss, removal.cums = first, i, tss, cums
                   end
                 end
-                most = math.max(most, removed)
+                -- The units count until then at the latest (server µs): a marker need not outlive them.
+                until_us = math.max(until_us, recorded + log.window)
+                removals[j] = removal
+                most = math.max(most, removal.removed)
+              end
+              if most > 0 and marker then
+                redis.call('SET', marker, '1', 'PX', format('%d', ceil((until_us - now) / 1000)))
+              end
+              for _, removal in ipairs(removals) do
+                local log, removed, first, tss, cums = removal.log, removal.removed, removal.first, removal.tss,
+                  removal.cums
+                if removed > 0 then
+                  -- Every running total from that entry on drops by the units removed, in the body and in the cache.
+                  local parts = {}
+                  for e = removal.i, #tss do
+                    parts[#parts + 1] = pack(log.form.entry, tss[e], (cums[e] - removed) % M32)
+                  end
+                  for e = 1, log.kc do
+                    if log.head + e - 1 >= first then
+                      log.cum[e] = (log.cum[e] - removed) % M32
+                    end
+                  end
+                  log.total = (log.total - removed) % M32
+                  local offset = format('%d', first * log.form.e)
+                  redis.call('SETRANGE', log.key, offset, table.concat(parts) .. header(log))
+                end
               end
               return pack('>bdI4', most > 0 and 1 or 0, now, most)
             end

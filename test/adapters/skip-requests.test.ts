@@ -18,13 +18,14 @@ function watchRefunds(store: Store): { next(): Promise<number>; readonly count: 
   const done: number[] = []
   const waiting: ((units: number) => void)[] = []
   let count = 0
-  store.refund = async (requests, units) => {
-    const removed = await refund(requests, units)
+  store.refund = async (...args) => {
+    const result = await refund(...args)
+    const removed = result.units
     count++
     const waiter = waiting.shift()
     if (waiter) waiter(removed)
     else done.push(removed)
-    return removed
+    return result
   }
   return {
     next: () =>

@@ -116,6 +116,28 @@ export function describeStoreConformance(name: string, make: () => Store, done?:
       expect(await peek(a)).to.include({ remaining: 2 })
     })
 
+    it('applies a refund at most once per id, in every window; another id refunds what is left', async () => {
+      const refund = store.refund?.bind(store)
+      if (!refund) throw new Error(`${name} has no refund`)
+      const a = request('{t}:a', 5, 10_000, 2)
+      const b = request('{t}:b', 5, 60_000, 2)
+      const [ra, rb] = await store.consume([a, b])
+      const first = await consume(request('k', 5, 10_000, 2))
+      const windows = [
+        { key: a.key, windowMs: a.windowMs, recorded: ra?.recorded as number },
+        { key: b.key, windowMs: b.windowMs, recorded: rb?.recorded as number },
+      ]
+      expect(await refund(windows, 1, 'id-1')).to.deep.equal({ units: 1, outcome: 'refunded' })
+      expect(await refund(windows, 1, 'id-1'), 'sent again').to.deep.equal({ units: 0, outcome: 'already-refunded' })
+      expect(await refund(windows, 1, 'id-2'), 'another refund').to.deep.equal({ units: 1, outcome: 'refunded' })
+      expect(await refund(windows, 1, 'id-3'), 'none left').to.deep.equal({ units: 0, outcome: 'expired' })
+      expect((await store.peek([a, b])).map((r) => r.remaining)).to.deep.equal([5, 5])
+      // A key with no hash tag of its own.
+      const single = [{ key: 'k', windowMs: 10_000, recorded: first.recorded as number }]
+      expect(await refund(single, 2, 'id-4')).to.deep.equal({ units: 2, outcome: 'refunded' })
+      expect(await refund(single, 2, 'id-4')).to.deep.equal({ units: 0, outcome: 'already-refunded' })
+    })
+
     it('with several policies, a call denied by one is counted in none, and the longest wait wins', async () => {
       const limiter = createRateLimiter({
         store,

@@ -124,6 +124,22 @@ export function describeHoldsAndRefunds(name: string, make: () => Store) {
       expect(limiter.stats().refundedUnits).to.equal(1)
     })
 
+    it('refund(decision) reads only the decision’s own receipt: a clone, or its receipt on another object, refunds once', async () => {
+      const limiter = createRateLimiter({ store: make(), limit: 3, window: '1m', local: false })
+      // Admitted together: one entry holds all three units, so a second refund of one would find units to remove.
+      const [d] = await Promise.all([limiter.consume('t'), limiter.consume('t'), limiter.consume('t')])
+      const decision = d as Decision
+      const clones = Array.from({ length: 5 }, () => Object.create(decision) as Decision)
+      for (const clone of clones) {
+        expect(await limiter.refund(clone)).to.deep.equal({ units: 0, outcome: 'not-refundable' })
+      }
+      const [symbol] = Object.getOwnPropertySymbols(decision) as [symbol]
+      const copy = Object.defineProperty({ ...decision }, symbol, { value: (decision as never)[symbol] })
+      expect(await limiter.refund(copy)).to.deep.equal({ units: 1, outcome: 'refunded' })
+      expect(await limiter.refund(decision)).to.deep.equal({ units: 0, outcome: 'already-refunded' })
+      expect(await limiter.peek('t')).to.include({ remaining: 1 })
+    })
+
     it('refund of several policies removes the units from each; of a bucketed window, from its bucket', async () => {
       const multi = createRateLimiter({
         store: make(),

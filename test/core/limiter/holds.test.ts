@@ -57,6 +57,21 @@ describe('blocks, pauses, shadow mode and refunds', () => {
       expect(await limiter.refund(late), 'its units left the window').to.deep.equal({ units: 0, outcome: 'expired' })
     })
 
+    it('a refund with more than 2,000 later entries reports too-deep and changes nothing, as on Redis', async () => {
+      const limiter = createRateLimiter({ store: store(), limit: 5_000, window: 3_600_000, local: false })
+      const refundAfter = async (tenant: string, later: number) => {
+        const d = await limiter.consume(tenant, { cost: 2 })
+        for (let i = 0; i < later; i++) {
+          now++
+          await limiter.consume(tenant)
+        }
+        return limiter.refund(d)
+      }
+      expect(await refundAfter('a', 2_000)).to.deep.equal({ units: 2, outcome: 'refunded' })
+      expect(await refundAfter('b', 2_001)).to.deep.equal({ units: 0, outcome: 'too-deep' })
+      expect(await limiter.peek('b')).to.include({ remaining: 5_000 - 2_003 })
+    })
+
     it('a refund the store fails rejects with a StoreError and can be tried again', async () => {
       const inner = store()
       let fail = true

@@ -260,6 +260,42 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     expect([await logUnits(redis, keys[0] as string), await logUnits(redis, keys[1] as string)]).to.deep.equal([1, 1])
   })
 
+  it('a refund under a marker (r, last key (0, 0)) removes its units once, however often it is sent', async () => {
+    const keys = [`${key}:{t}:a`, `${key}:{t}:b`]
+    const marker = `${key}:{t}:a:refund:id-1`
+    const admitted = await raw(keys, ['c', 3, 0, 10, 10_000, '0', 10, 60_000, '0'], 2)
+    const [a, b] = admitted.windows
+    const refund = ['r', 3, 0, a?.recordedUs as number, 10_000, b?.recordedUs as number, 60_000, 0, 0]
+    expect(await raw([...keys, marker], refund, 0)).to.include({ status: 1, units: 3 })
+    expect(await raw([...keys, marker], refund, 0), 'sent again').to.include({ status: 2, units: 0 })
+    expect([await logUnits(redis, keys[0] as string), await logUnits(redis, keys[1] as string)]).to.deep.equal([0, 0])
+    // The marker lasts as long as the units could count: the longer window's, from the admission.
+    const ttl = await redis.pttl(marker)
+    expect(ttl).to.be.within(59_000, 60_000)
+    // A refund that finds nothing to remove sets no marker.
+    const none = `${key}:{t}:a:refund:id-2`
+    expect(await raw([keys[0] as string, none], ['r', 1, 0, 1, 10_000, 0, 0], 0)).to.include({ status: 0, units: 0 })
+    expect(await redis.exists(none)).to.equal(0)
+  })
+
+  it('a refund with more than 2,000 entries after its own changes nothing and says so (status 3)', async function () {
+    this.timeout(20_000)
+    // Sequential calls: each a run of its own, at its own microsecond, so each adds an entry.
+    const refundAfter = async (k: string, later: number) => {
+      const first = await callSlidingLog(redis, k, { limit: 3_000, windowMs: 600_000, cost: 2 })
+      for (let i = 0; i < later; i++) await callSlidingLog(redis, k, { limit: 3_000, windowMs: 600_000 })
+      const marker = `${k}:refund:x`
+      const reply = await raw([k, marker], ['r', 2, 0, first.recordedUs, 600_000, 0, 0], 0)
+      return { reply, units: await logUnits(redis, k), marked: await redis.exists(marker) }
+    }
+    const deepest = await refundAfter(`${key}:{a}`, 2_000)
+    expect(deepest).to.deep.include({ units: 2_000, marked: 1 })
+    expect(deepest.reply).to.include({ status: 1, units: 2 })
+    const tooDeep = await refundAfter(`${key}:{b}`, 2_001)
+    expect(tooDeep).to.deep.include({ units: 2_003, marked: 0 })
+    expect(tooDeep.reply).to.include({ status: 3, units: 0 })
+  })
+
   it('after SCRIPT FLUSH the next call succeeds by EVAL, with no error', async () => {
     await call(5, 10_000)
     await redis.script('FLUSH')

@@ -187,7 +187,10 @@ export interface HttpLimiter<Req extends object, Res = unknown> {
 export interface HttpLimiterStats {
   /** Requests whose units were given back (skipFailedRequests, skipSuccessfulRequests). */
   readonly refunds: number
-  /** Refunds the store failed (the units stay counted until they leave the window); the limiter logs the outage. */
+  /**
+   * Refunds the store failed; the limiter logs the first of an outage, saying whether its units may still count (a
+   * refund that got no answer may have been applied).
+   */
   readonly refundErrors: number
 }
 
@@ -488,7 +491,8 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
         if (result.outcome === 'refunded') counters.refunds++
         return result
       } catch {
-        // The limiter logged the store's failure (once an outage); the request is over: nothing to throw to.
+        // The limiter logged the failure, and whether the units stayed (once an outage); the request is over:
+        // nothing to throw to.
         counters.refundErrors++
         return undefined
       }

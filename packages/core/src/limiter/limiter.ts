@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { parseDuration } from '../common/duration.js'
 import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
@@ -30,6 +31,8 @@ export interface RateLimiterOptions extends Partial<PolicyOptions> {
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+const ALREADY_REFUNDED: RefundResult = Object.freeze({ units: 0, outcome: 'already-refunded' })
 
 const CONSUME_OPTIONS = ['cost', 'limit']
 const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal']
@@ -113,9 +116,11 @@ export interface RefundResult {
   /**
    * 'refunded'; 'denied' (a denial recorded nothing); 'already-refunded'; 'expired' (its units have left the
    * window, or were returned); 'not-refundable' (made without the store, failing open, or let through by a
-   * shadow policy, or by another limiter).
+   * shadow policy, or by another limiter); 'too-deep' (a sliding log has recorded more than 2,000 admissions at
+   * later instants on the key since: the units stay until they leave the window, as a refund would rewrite each
+   * of those entries).
    */
-  readonly outcome: 'refunded' | 'denied' | 'already-refunded' | 'expired' | 'not-refundable'
+  readonly outcome: 'refunded' | 'denied' | 'already-refunded' | 'expired' | 'not-refundable' | 'too-deep'
 }
 
 export interface Logger {
@@ -241,9 +246,19 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // An admitted decision carries its receipt under this limiter's own symbol, hidden (not enumerable): a WeakMap
   // entry per decision cost the hot path more than the rest of the limiter. Refunds taken are noted apart.
   const RECEIPT = Symbol('fleetlimit.receipt')
+  // Its own property only: an object made with the decision as its prototype is not that decision.
   const receiptOf = (decision: unknown): Receipt | undefined =>
-    typeof decision === 'object' && decision !== null ? (decision as { [RECEIPT]?: Receipt })[RECEIPT] : undefined
-  const refunded = new WeakSet<Decision>()
+    typeof decision === 'object' && decision !== null
+      ? (Object.getOwnPropertyDescriptor(decision, RECEIPT)?.value as Receipt | undefined)
+      : undefined
+  // Refunds asked, by receipt (whatever object carries it): the id every try sends, so that the store applies the
+  // refund once however often it is sent (a retry after a timeout), the try in flight, and the answer once known.
+  interface Asked {
+    readonly id: string
+    pending?: Promise<RefundResult> | undefined
+    answer?: RefundResult
+  }
+  const asked = new WeakMap<Receipt, Asked>()
   const leaseReceipt = (id: string, key: string, lease: Lease, units: number): Receipt => ({
     id,
     requests: [{ key, windowMs: lease.windowMs, recorded: lease.recorded }],
@@ -375,6 +390,20 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return { windows: windowsOf(key, limits), cost }
   }
 
+  /** Sends a receipt's refund under its id; a failure says whether its units stayed (see StoreCaller.failure). */
+  async function sendRefund(receipt: Receipt, id: string): Promise<RefundResult> {
+    tier?.forgetDenial(receipt.id)
+    const key = (receipt.requests[0] as RefundRequest).key
+    const refund = (store.refund as NonNullable<Store['refund']>).bind(store)
+    const result = await caller
+      .ask(key, (deadline) => refund(receipt.requests, receipt.units, id, deadline))
+      .catch((error: unknown) => {
+        throw caller.failure(error, key, { refundUnits: receipt.units })
+      })
+    counters.refundedUnits += result.units
+    return result
+  }
+
   const acquireInQueue = createAcquireQueue(decide, { maxQueue: config.maxQueue })
 
   return {
@@ -431,22 +460,27 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
     async refund(decision) {
       const receipt = receiptOf(decision)
-      if (receipt && refunded.has(decision)) return { units: 0, outcome: 'already-refunded' }
       if (!receipt) return { units: 0, outcome: decision?.allowed === false ? 'denied' : 'not-refundable' }
       if (!store.refund) return { units: 0, outcome: 'not-refundable' }
-      // Taken at once, so that of concurrent refunds of one decision one is sent; given back if it fails.
-      refunded.add(decision)
-      tier?.forgetDenial(receipt.id)
-      const key = (receipt.requests[0] as RefundRequest).key
-      const refund = store.refund.bind(store)
-      const units = await caller
-        .ask(key, () => refund(receipt.requests, receipt.units))
-        .catch((error: unknown) => {
-          refunded.delete(decision)
-          throw caller.failure(error, key)
-        })
-      counters.refundedUnits += units
-      return units > 0 ? { units, outcome: 'refunded' } : { units: 0, outcome: 'expired' }
+      let refund = asked.get(receipt)
+      if (refund?.pending) {
+        // Of concurrent refunds of one decision one is sent; the others learn how it ended.
+        await refund.pending
+        return { units: 0, outcome: 'already-refunded' }
+      }
+      if (refund?.answer) return refund.answer.outcome === 'refunded' ? ALREADY_REFUNDED : refund.answer
+      if (!refund) {
+        refund = { id: randomUUID() }
+        asked.set(receipt, refund)
+      }
+      const sent = sendRefund(receipt, refund.id)
+      refund.pending = sent
+      try {
+        refund.answer = await sent
+        return refund.answer
+      } finally {
+        refund.pending = undefined
+      }
     },
     async pause(key, ms) {
       const duration = parseDuration(ms, 'pause(key, ms)', { max: MAX_HOLD_MS })

@@ -1,5 +1,6 @@
 import type { Emitter } from '../common/emitter.js'
 import { StoreError } from '../common/errors.js'
+import { replyCode } from '../store/server-failure.js'
 import type { Store } from '../store/store.js'
 import { type Deadline, DeadlineExceeded, guardedCall, ShortCircuit } from './guarded-call.js'
 import type { LimiterEvents, Logger } from './limiter.js'
@@ -15,8 +16,12 @@ export interface StoreCallCounters {
 export interface StoreCaller {
   /** Asks the store under the guard of the key's server (breaker, calls in flight, deadline). */
   ask<T>(key: string, call: (deadline: Deadline) => Promise<T>): Promise<T>
-  /** Counts a failed call, tells the listeners and, once an outage, the logger; returns the error to throw. */
-  failure(error: unknown, key: string): StoreError
+  /**
+   * Counts a failed call, tells the listeners and, once an outage, the logger; returns the error to throw. For a
+   * refund, the error and the log say whether its units stayed: a refund not sent, or refused, did not apply; one
+   * that got no answer may have.
+   */
+  failure(error: unknown, key: string, refund?: { readonly refundUnits: number }): StoreError
   stats(): Readonly<StoreCallCounters>
 }
 
@@ -43,12 +48,14 @@ export function createStoreCaller(
     events.emit('storeCall', { durationMs, outcome })
   }
   let failuresThisOutage = 0
+  let refundFailuresThisOutage = 0
 
   const observer = {
     sent: () => {
       counters.storeCalls++
     },
     answered: () => {
+      refundFailuresThisOutage = 0
       if (failuresThisOutage === 0) return
       logger.info?.(
         `fleetlimit: the store answers again for policy "${policyName}" (${failuresThisOutage} decisions without it).`,
@@ -67,7 +74,7 @@ export function createStoreCaller(
         observer,
         events.has('storeCall') ? report : undefined,
       ),
-    failure(error, key) {
+    failure(error, key, refund) {
       const kind =
         error instanceof ShortCircuit ? 'short-circuit' : error instanceof DeadlineExceeded ? 'timeout' : 'error'
       if (kind === 'short-circuit') counters.shortCircuits++
@@ -78,17 +85,36 @@ export function createStoreCaller(
       let reason = messageOf(error)
       if (clientError !== undefined) reason += ` (the client's last error: ${messageOf(clientError)})`
       const retryAfterMs = servers?.for(key).breaker.msUntilProbe() || 1_000
-      const failure = new StoreError(`the store failed a decision for policy "${policyName}": ${reason}`, {
-        cause: clientError ?? error,
-        retryAfterMs,
-      })
-      if (failuresThisOutage++ === 0)
-        logger.warn(`fleetlimit: ${reason}; policy "${policyName}" is ${mode} until it recovers.`)
+      const options = { cause: clientError ?? error, retryAfterMs }
+      let failure: StoreError
+      if (refund) {
+        const unanswered = kind === 'timeout' || (kind === 'error' && replyCode(error) === undefined)
+        failure = new StoreError(refundFailure(policyName, reason, unanswered, refund.refundUnits), options)
+        if (refundFailuresThisOutage++ === 0) logger.warn(failure.message)
+      } else {
+        failure = new StoreError(`the store failed a decision for policy "${policyName}": ${reason}`, options)
+        if (failuresThisOutage++ === 0)
+          logger.warn(`fleetlimit: ${reason}; policy "${policyName}" is ${mode} until it recovers.`)
+      }
       events.emit('storeError', failure, kind)
       return failure
     },
     stats: () => ({ ...counters }),
   }
+}
+
+/**
+ * What a failed refund left: a refund that got no answer (a missed deadline, a lost connection) may have been
+ * applied, one not sent or refused by the server was not; either way a retry applies it at most once.
+ */
+function refundFailure(policyName: string, reason: string, unknown: boolean, units: number): string {
+  const one = units === 1
+  const them = one ? 'its unit' : `its ${units} units`
+  const leave = one ? 'until it leaves the window' : 'until they leave the window'
+  const left = unknown
+    ? `it may or may not have been applied, so ${them} may still count ${leave}; refund(decision) again applies it at most once`
+    : `it was not applied: ${them} still ${one ? 'counts' : 'count'} ${leave}, unless refund(decision) is tried again`
+  return `the store did not confirm a refund for policy "${policyName}" (${reason}); ${left}.`
 }
 
 /** An error's message without our prefix or a closing full stop, to be quoted inside a sentence. */

@@ -10,6 +10,7 @@ import {
   type RefundRequest,
   STORE,
   type Store,
+  type StoreRefund,
   type WindowRequest,
   type WindowResult,
 } from './store.js'
@@ -80,6 +81,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   // Held keys (blocked or paused): until when (clock ms). Apart from the windows, so that a sweep of idle
   // windows keeps them; an ended hold is dropped when next read, or by a sweep.
   const holds = new Map<string, number>()
+  // Refunds applied, by id: until when (clock ms) one sent again is answered 'already-refunded' (past it, none of
+  // its units could count). Ended ones are dropped by the sweep.
+  const refunds = new Map<string, number>()
   let lastSweep = clock()
   // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
   let cursor: Iterator<[string, Entry]> | undefined
@@ -111,11 +115,16 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     lastSweep = now
     cursor = undefined
     dropEndedHolds(now)
+    dropEndedRefunds(now)
     return sweepSome(now, Number.POSITIVE_INFINITY)
   }
 
   function dropEndedHolds(now: number): void {
     for (const [key, until] of holds) if (until <= now) holds.delete(key)
+  }
+
+  function dropEndedRefunds(now: number): void {
+    for (const [id, until] of refunds) if (until <= now) refunds.delete(id)
   }
 
   /** Until when a key is held, or 0. */
@@ -161,6 +170,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   function housekeep(now: number, adding: number): void {
     if (cursor === undefined && (now - lastSweep >= sweepIntervalMs || entries.size + adding > maxKeys)) {
       lastSweep = now
+      dropEndedRefunds(now)
       cursor = entries.entries()
     }
     if (cursor !== undefined) sweepSome(now, SWEEP_VISITS_PER_CALL)
@@ -292,22 +302,34 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     lease: async (request) => lease(request),
     release: async (key, { score }, units) => {
       // A key now of the other algorithm holds none of the lease's units: nothing to return.
-      entries.get(key)?.log?.remove(score, units)
+      const log = entries.get(key)?.log
+      if (log && !log.tooDeep(score)) log.remove(score, units)
     },
     peek: async (requests) => decide(requests, false),
-    refund: async (requests: readonly RefundRequest[], units: number) => {
+    refund: async (requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund> => {
       const now = clock()
+      if ((refunds.get(id) ?? 0) > now) return { units: 0, outcome: 'already-refunded' }
+      const live = (r: RefundRequest) => r.recorded > now - r.windowMs
+      if (requests.some((r) => live(r) && entries.get(r.key)?.log?.tooDeep(r.recorded))) {
+        return { units: 0, outcome: 'too-deep' }
+      }
       let most = 0
-      for (const { key, windowMs, buckets, recorded } of requests) {
+      let until = 0
+      for (const request of requests) {
+        const { key, windowMs, buckets, recorded } = request
         const entry = entries.get(key)
         let removed = 0
-        if (entry?.log && recorded > now - windowMs) removed = entry.log.remove(recorded, units)
+        if (entry?.log && live(request)) removed = entry.log.remove(recorded, units)
         else if (entry?.counter && buckets !== undefined) {
           removed = entry.counter.remove(now, recorded, units, windowMs, buckets)
         }
         most = Math.max(most, removed)
+        // Past any unit's exit, a bucket's included (a bucket is at most a window wide).
+        until = Math.max(until, recorded + 2 * windowMs)
       }
-      return most
+      if (most === 0) return { units: 0, outcome: 'expired' }
+      refunds.set(id, until)
+      return { units: most, outcome: 'refunded' }
     },
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const now = clock()

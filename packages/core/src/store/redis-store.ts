@@ -1,4 +1,4 @@
-import { OptionError } from '../common/errors.js'
+import { OptionError, StoreError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
 import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
 import { createCallBatcher } from './call-batcher.js'
@@ -24,6 +24,7 @@ import {
   type RefundRequest,
   STORE,
   type Store,
+  type StoreRefund,
   type WindowRequest,
   type WindowResult,
 } from './store.js'
@@ -192,19 +193,28 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       readSlidingLog(await batcher.run([`${prefix}:${key}`], bytes, 0), 0)
     },
     peek: (requests) => decide(requests, 'peek'),
-    refund: async (requests: readonly RefundRequest[], units: number) => {
+    refund: async (requests: readonly RefundRequest[], units: number, id: string, deadline?: Deadline) => {
       const [first] = requests
-      if (first === undefined) return 0
+      if (first === undefined) return { units: 0, outcome: 'expired' }
+      // The refund's marker: set in the run that removes the units, so that the same refund sent again removes
+      // nothing more.
       const keys = requests.map((request) => `${prefix}:${request.key}`)
+      keys.push(markerKey(keys[0] as string, id))
       if (first.buckets !== undefined) {
         const args = [1, first.windowMs, first.buckets, units, 'refund', 0, 0, first.recorded]
-        return numbers(await runner.run(bucketedScript, keys, args), bucketedScript)[0] as number
+        const call = async (deadlineUs: number) => {
+          args[5] = deadlineUs
+          const reply = numbers(await runner.run(bucketedScript, keys, args), bucketedScript)
+          return { status: reply[0] as number, nowUs: reply[4] as number, marked: reply[1] === 2 }
+        }
+        const reply = await runBefore(call, first.key, deadline)
+        return refundOf(reply.marked ? ALREADY_REFUNDED : reply.status > 0 ? 1 : 0, reply.status)
       }
-      const bytes = releaseCall(
-        units,
-        requests.map(({ recorded, windowMs }) => ({ recordedUs: recorded, windowMs })),
-      )
-      return readSlidingLog(await batcher.run(keys, bytes, 0), 0).units
+      // The marker's entry is (0, 0): no window is 0 ms long.
+      const entries = requests.map(({ recorded, windowMs }) => ({ recordedUs: recorded, windowMs }))
+      const bytes = releaseCall(units, [...entries, { recordedUs: 0, windowMs: 0 }])
+      const reply = await runBefore(slidingLog(keys, bytes, 0), first.key, deadline)
+      return refundOf(reply.status, reply.units)
     },
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const [first] = requests
@@ -235,6 +245,26 @@ function numbers(reply: unknown, script: LuaScript): number[] {
     throw unexpectedReply(reply, script)
   }
   return reply as number[]
+}
+
+/**
+ * A refund's marker key, in the slot of `key` (with its prefix): after its hash tag (the tenant's, in every key a
+ * limiter builds), or around a key with none. No window key has this shape.
+ */
+function markerKey(key: string, id: string): string {
+  const open = key.indexOf('{')
+  const tagged = open !== -1 && key.indexOf('}', open + 1) > open + 1
+  return tagged ? `${key}:refund:${id}` : `{${key}}:refund:${id}`
+}
+
+// lua/sliding-log.lua's statuses of a release: 1 released, 0 none (expired), 2 its marker was set, 3 too deep.
+const ALREADY_REFUNDED = 2
+const REFUND_OUTCOMES = ['expired', 'refunded', 'already-refunded', 'too-deep'] as const
+
+function refundOf(status: number, units: number): StoreRefund {
+  const outcome = REFUND_OUTCOMES[status]
+  if (outcome === undefined) throw new StoreError(`unexpected refund status ${status} from Redis`)
+  return { units: outcome === 'refunded' ? units : 0, outcome }
 }
 
 const toResult = (reply: number[], at: number, nowUs: number): WindowResult => ({

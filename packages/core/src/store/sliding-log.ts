@@ -5,6 +5,12 @@ import type { WindowResult } from './store.js'
 const REBASE_AT = 2 ** 50
 
 /**
+ * A refund rewrites the running total of every entry after the one it changes: with more entries after it than
+ * this, it changes nothing and says so ('too-deep'), as lua/sliding-log.lua's MAX_RELEASE_TAIL does.
+ */
+export const MAX_REFUND_TAIL = 2_000
+
+/**
  * One key's sliding-window log in process memory, run-length: one entry per admission time (ms), oldest
  * first, with the running total of units through it. It decides exactly as lua/sliding-log.lua does,
  * on whatever clock the caller passes, with work and memory per call that do not grow with the cost.
@@ -58,6 +64,12 @@ export class SlidingLog {
     }
     this.log.push(time, this.end(count - 1) + units)
     return time
+  }
+
+  /** Whether the live entry recorded at exactly `time` has more than MAX_REFUND_TAIL entries after it. */
+  tooDeep(time: number): boolean {
+    const at = this.firstAfter(time) - 1
+    return at >= this.head && this.time(at) === time && this.count() - 1 - at > MAX_REFUND_TAIL
   }
 
   /** Removes up to `count` units recorded at exactly `time` (unused leased units, which are interchangeable). */

@@ -30,6 +30,16 @@ export interface RefundRequest {
   readonly recorded: number
 }
 
+/**
+ * What a store's refund did: `units` removed (the most from one window), or why none were: 'expired' (none left in
+ * any window), 'already-refunded' (a refund of the same id was applied before), 'too-deep' (the admission's entry
+ * has more than MAX_REFUND_TAIL entries after it in a sliding log; nothing was changed).
+ */
+export interface StoreRefund {
+  readonly units: number
+  readonly outcome: 'refunded' | 'expired' | 'already-refunded' | 'too-deep'
+}
+
 /** A key to hold: its window (and its algorithm's buckets), as in the requests that decide it. */
 export interface HoldRequest {
   readonly key: string
@@ -109,9 +119,10 @@ export interface Store {
   hold(requests: readonly HoldRequest[], ms: number): Promise<void>
   /**
    * Removes `units` recorded at `recorded` (a result's stamp) from each window, if still in it: an admission
-   * refunded. Resolves to the most units removed from one window (0 when none were: already out of the window).
+   * refunded. At most once per `id`, however often it is sent (a retry after a timeout sends the same id); a
+   * remote store applies nothing after `deadline.at`, as for consume.
    */
-  refund?(requests: readonly RefundRequest[], units: number): Promise<number>
+  refund?(requests: readonly RefundRequest[], units: number, id: string, deadline?: Deadline): Promise<StoreRefund>
   /** For a remote store: false while its connection is down, so that limiters do not send at all. */
   isConnected?(): boolean
   /**
