@@ -39,6 +39,7 @@ function gatedStore() {
     peek: (requests) => inner.peek(requests),
     hold: (requests, ms) => inner.hold(requests, ms),
     reset: (key) => inner.reset(key),
+    refund: (requests, units, id) => inner.refund(requests, units, id),
   }
   /** Answers the held calls (all, or those at `indexes`, in that order); returns how many. */
   const release = (indexes?: readonly number[]) => {
@@ -304,6 +305,29 @@ describe('acquire (fake timers: the clock moves only when the test moves it)', (
     expect(clock.countTimers(), 'no deadline or sleep timer left behind').to.equal(0)
     expect(getEventListeners(controller.signal, 'abort').length).to.equal(0)
   })
+})
+
+describe('acquire: an admission no waiter takes is refunded (fake timers)', () => {
+  let clock: sinon.SinonFakeTimers
+  beforeEach(() => {
+    clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] })
+  })
+  afterEach(() => clock.restore())
+
+  for (const maxWaitMs of [0, 20]) {
+    it(`maxWaitMs ${maxWaitMs}: the waiter gave up before the store answered; its units go back`, async () => {
+      const gate = gatedStore()
+      const limiter = createRateLimiter({ store: gate.store, limit: 3, window: 60_000, timeoutMs: 60_000 })
+      const gaveUp = track(limiter.acquire('k', { cost: 2, maxWaitMs }))
+      await flush()
+      await clock.tickAsync(maxWaitMs)
+      expect(isFleetlimitError(gaveUp.error, 'ERR_FLEETLIMIT_TIMEOUT')).to.equal(true)
+      expect(gate.release()).to.equal(1)
+      await flush()
+      expect(limiter.stats()).to.include({ allowed: 1, refundedUnits: 2 })
+      expect(await limiter.peek('k')).to.include({ remaining: 3 })
+    })
+  }
 })
 
 describe('acquire (real timers)', () => {

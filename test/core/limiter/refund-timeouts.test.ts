@@ -111,6 +111,32 @@ describe('refunds that time out, on Redis', () => {
     expect(warnings).to.deep.equal([])
   })
 
+  it('an acquire that gave up while Redis was paused leaves no unit behind (limit 1, CLIENT PAUSE 60 WRITE)', async () => {
+    const store = redisStore(client, { prefix: uniquePrefix() })
+    const refund = store.refund?.bind(store) as NonNullable<typeof store.refund>
+    // The refund is made off the caller's path: each one settled is the signal to look at the window.
+    const refunds: (() => void)[] = []
+    store.refund = async (...args) => {
+      const result = await refund(...args)
+      refunds.shift()?.()
+      return result
+    }
+    // A deadline well past the pause: the admission is recorded, after its waiter gave up.
+    const limiter = createRateLimiter({ store, limit: 1, window: '1m', local: false, timeoutMs: '1s' })
+    for (const key of ['a', 'b', 'c', 'd', 'e']) {
+      const refunded = new Promise<void>((resolve) => refunds.push(resolve))
+      await admin.call('CLIENT', 'PAUSE', '60', 'WRITE')
+      const error = await limiter.acquire(key, { maxWaitMs: 20 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_TIMEOUT'), String(error)).to.equal(true)
+      await refunded
+      expect(await limiter.consume(key), key).to.include({ allowed: true, remaining: 0 })
+    }
+    expect(limiter.stats()).to.include({ refundedUnits: 5 })
+  })
+
   it('random schedules of consumes, refunds, paused and late-answered refunds and retries never leave fewer units than the model', async function () {
     this.timeout(60_000)
     const LIMIT = 8

@@ -61,9 +61,9 @@ const now = () => performance.now()
  */
 export function createAcquireQueue<T>(
   decide: (target: T, cost: number) => Promise<Decision>,
-  options: { readonly maxQueue: number },
+  options: { readonly maxQueue: number; readonly refund: (decision: Decision) => void },
 ): Acquire<T> {
-  const { maxQueue } = options
+  const { maxQueue, refund } = options
   const queues = new Map<string, KeyQueue<T>>()
   const watchAbort = createAbortWatch()
 
@@ -169,14 +169,15 @@ export function createAcquireQueue<T>(
   /**
    * An admission goes to the earliest waiter of the same cost, so a waiter denied in this batch keeps its
    * place before a later one the store happened to admit. An admission whose waiter already left (deadline,
-   * abort) goes to the earliest waiter it covers (cost the same or smaller). Units nobody can use stay
-   * consumed until they leave the window: the store has no refund yet (an issue adds `limiter.refund`).
+   * abort) goes to the earliest waiter it covers (cost the same or smaller); one that no waiter takes is refunded,
+   * so a caller that gave up leaves no units behind.
    */
   function grant(queue: KeyQueue<T>, owner: Waiter, decision: Decision): void {
     const to = owner.settled
       ? firstLive(queue, (waiter) => waiter.cost <= owner.cost)
       : firstLive(queue, (waiter) => waiter.cost === owner.cost)
     if (to) settle(queue, to, () => to.resolve(decision))
+    else refund(decision)
   }
 
   /** Asks for every waiter of `chosen` at once; outcomes are applied in queue order, whatever order they come in. */

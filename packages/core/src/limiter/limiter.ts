@@ -394,9 +394,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   async function sendRefund(receipt: Receipt, id: string): Promise<RefundResult> {
     tier?.forgetDenial(receipt.id)
     const key = (receipt.requests[0] as RefundRequest).key
-    const refund = (store.refund as NonNullable<Store['refund']>).bind(store)
+    const storeRefund = (store.refund as NonNullable<Store['refund']>).bind(store)
     const result = await caller
-      .ask(key, (deadline) => refund(receipt.requests, receipt.units, id, deadline))
+      .ask(key, (deadline) => storeRefund(receipt.requests, receipt.units, id, deadline))
       .catch((error: unknown) => {
         throw caller.failure(error, key, { refundUnits: receipt.units })
       })
@@ -404,7 +404,35 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return result
   }
 
-  const acquireInQueue = createAcquireQueue(decide, { maxQueue: config.maxQueue })
+  /** limiter.refund: once per receipt, however often it is asked. */
+  async function refund(decision: Decision): Promise<RefundResult> {
+    const receipt = receiptOf(decision)
+    if (!receipt) return { units: 0, outcome: decision?.allowed === false ? 'denied' : 'not-refundable' }
+    if (!store.refund) return { units: 0, outcome: 'not-refundable' }
+    let state = asked.get(receipt)
+    if (state?.pending) {
+      // Of concurrent refunds of one decision one is sent; the others learn how it ended.
+      await state.pending
+      return { units: 0, outcome: 'already-refunded' }
+    }
+    if (state?.answer) return state.answer.outcome === 'refunded' ? ALREADY_REFUNDED : state.answer
+    if (!state) {
+      state = { id: randomUUID() }
+      asked.set(receipt, state)
+    }
+    const sent = sendRefund(receipt, state.id)
+    state.pending = sent
+    try {
+      state.answer = await sent
+      return state.answer
+    } finally {
+      state.pending = undefined
+    }
+  }
+
+  // An admission whose waiter gave up is refunded; a failure is logged once an outage (StoreCaller.failure).
+  const refundUnused = (decision: Decision) => void refund(decision).catch(() => {})
+  const acquireInQueue = createAcquireQueue(decide, { maxQueue: config.maxQueue, refund: refundUnused })
 
   return {
     policy: first,
@@ -458,30 +486,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           throw caller.failure(error, keyOf(windows))
         })
     },
-    async refund(decision) {
-      const receipt = receiptOf(decision)
-      if (!receipt) return { units: 0, outcome: decision?.allowed === false ? 'denied' : 'not-refundable' }
-      if (!store.refund) return { units: 0, outcome: 'not-refundable' }
-      let refund = asked.get(receipt)
-      if (refund?.pending) {
-        // Of concurrent refunds of one decision one is sent; the others learn how it ended.
-        await refund.pending
-        return { units: 0, outcome: 'already-refunded' }
-      }
-      if (refund?.answer) return refund.answer.outcome === 'refunded' ? ALREADY_REFUNDED : refund.answer
-      if (!refund) {
-        refund = { id: randomUUID() }
-        asked.set(receipt, refund)
-      }
-      const sent = sendRefund(receipt, refund.id)
-      refund.pending = sent
-      try {
-        refund.answer = await sent
-        return refund.answer
-      } finally {
-        refund.pending = undefined
-      }
-    },
+    refund,
     async pause(key, ms) {
       const duration = parseDuration(ms, 'pause(key, ms)', { max: MAX_HOLD_MS })
       const windows = windowsOf(key, undefined)

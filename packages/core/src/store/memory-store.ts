@@ -39,6 +39,7 @@ export interface MemoryStore extends Store {
   sweep(): number
   lease(request: LeaseRequest): Promise<LeaseResult>
   release(key: string, lease: Lease, units: number): Promise<void>
+  refund(requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund>
 }
 
 /** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
