@@ -73,6 +73,24 @@ describe('core/http: settling a request once its response ended', () => {
     expect(http.stats()).to.deep.equal({ refunds: 0, refundErrors: 1 })
     expect(http.limiter.stats().storeErrors, 'the limiter counts the failed store call too').to.equal(1)
     expect(logger.warn.firstCall.args[0]).to.contain('connection lost')
+    // No answer: the refund may have been applied, so the log does not say the unit stayed.
+    expect(logger.warn.firstCall.args[0]).to.contain(
+      'it may or may not have been applied, so its unit may still count until it leaves the window; refund(decision) again applies it at most once',
+    )
+  })
+
+  it('logs a refund the store refused as not applied: its units still count', async () => {
+    const store = memoryStore()
+    const refused = Object.assign(new Error('ERR something refused'), { name: 'ReplyError' })
+    sinon.stub(store, 'refund').rejects(refused)
+    const logger = { warn: sinon.fake() }
+    const http = httpLimiter({ store, logger, skipFailedRequests: true })
+    expect(await http.settle({ url: '/x' }, { statusCode: 500 }, await admitted(http), true, 500)).to.equal(undefined)
+    expect(http.stats()).to.deep.equal({ refunds: 0, refundErrors: 1 })
+    expect(logger.warn.callCount).to.equal(1)
+    expect(logger.warn.firstCall.args[0]).to.equal(
+      'fleetlimit: the store did not confirm a refund for policy "2-per-60000ms" (ERR something refused); it was not applied: its unit still counts until it leaves the window, unless refund(decision) is tried again.',
+    )
   })
 
   it('asks requestWasSuccessful instead of the status, only for a finished response', async () => {
