@@ -8,6 +8,7 @@ import { accuracy } from './accuracy.js'
 import { clusterFailover } from './cluster.js'
 import { decisions } from './decisions.js'
 import { failure } from './failure.js'
+import { inProcess } from './in-process.js'
 import { load } from './load.js'
 import { local } from './local.js'
 import { memory } from './memory.js'
@@ -27,6 +28,7 @@ const parts: Record<string, () => Promise<PartResult>> = {
   cluster: () => clusterFailover(),
   decisions: () => decisions(),
   failure: () => failure(),
+  'in-process': () => inProcess(),
   load: () => load(),
   local: () => local(),
   memory: () => memory(),

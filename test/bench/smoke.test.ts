@@ -3,6 +3,7 @@
 import { expect } from 'chai'
 import { type AccuracyRow, accuracy } from '../../bench/accuracy.js'
 import { failure } from '../../bench/failure.js'
+import { type InProcessRow, inProcess } from '../../bench/in-process.js'
 import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
@@ -109,5 +110,21 @@ describe('bench parts at a tiny size', () => {
     for (const us of large.redisUs) expect(us).to.be.greaterThan(0)
     expect(large.memoryUs).to.have.length(2)
     for (const { median, p99, max } of large.memoryUs) expect(0 < median && median <= p99 && p99 <= max).to.equal(true)
+  })
+
+  it('in-process: ours and both peers in each load and number in flight', async function () {
+    this.timeout(30_000)
+    const { data, markdown } = await inProcess({ rounds: 1, sliceMs: 20 })
+    const rows = data as InProcessRow[]
+    expect(rows.map((r) => `${r.load} ${r.inFlight} ${r.limiter}`)).to.deep.equal(
+      ['admitted 1', 'admitted 100', 'denied 1', 'denied 100'].flatMap((cell) =>
+        ['fleetlimit', 'rate-limiter-flexible', 'express-rate-limit'].map((limiter) => `${cell} ${limiter}`),
+      ),
+    )
+    for (const row of rows) {
+      expect(row.perSecond, `${row.load} ${row.inFlight} ${row.limiter}`).to.be.greaterThan(0)
+      expect(row.rounds).to.have.length(1)
+    }
+    expect(markdown).to.include('| denied | 100 |')
   })
 })

@@ -1,0 +1,185 @@
+// In-process part: decisions per second of fleetlimit's memory store beside the peers' memory stores
+// (rate-limiter-flexible's RateLimiterMemory, express-rate-limit's MemoryStore), each called directly, with 1 and
+// with 100 decisions in flight, on two loads: admitted (10,000 tenants in turn, none near its limit) and denied
+// (one tenant past its limit). The three take turns within each round; each figure is the median of the rounds,
+// so that a slice of a busy machine lost to one of them is not read as its speed.
+import { createRateLimiter, memoryStore } from '@fleetlimit/core'
+import { MemoryStore } from 'express-rate-limit'
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible'
+import type { PartResult } from './run.js'
+
+export interface InProcessOptions {
+  /** Rounds measured (after one unmeasured round that warms every cell up). Default 7. */
+  readonly rounds?: number
+  /** Measured time per cell per round. Default 150 ms. */
+  readonly sliceMs?: number
+}
+
+const IN_FLIGHT = [1, 100] as const
+const TENANTS = 10_000
+const WINDOW_MS = 3_600_000
+// Far above what a tenant reaches in a run: every decision of the admitted load is admitted.
+const HIGH_LIMIT = 1_000_000_000
+const DENIED_LIMIT = 10
+
+type Load = 'admitted' | 'denied'
+/** One decision: resolves true when admitted. */
+type Decide = () => Promise<boolean>
+
+interface Subject {
+  readonly limiter: string
+  readonly call: string
+  /** A new limiter with `limit` per hour, whose decisions take the key that `next()` names. */
+  create(limit: number, next: () => string): Promise<Decide>
+}
+
+const SUBJECTS: readonly Subject[] = [
+  {
+    limiter: 'fleetlimit',
+    call: 'createRateLimiter({ store: memoryStore() }).consume(key)',
+    async create(limit, next) {
+      const limiter = createRateLimiter({ store: memoryStore(), limit, window: WINDOW_MS })
+      return async () => (await limiter.consume(next())).allowed
+    },
+  },
+  {
+    limiter: 'rate-limiter-flexible',
+    call: 'new RateLimiterMemory(…).consume(key)',
+    async create(limit, next) {
+      const limiter = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })
+      return () =>
+        limiter.consume(next()).then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof RateLimiterRes) return false
+            throw error
+          },
+        )
+    },
+  },
+  {
+    limiter: 'express-rate-limit',
+    call: 'new MemoryStore().increment(key)',
+    async create(limit, next) {
+      const store = new MemoryStore()
+      store.init({ windowMs: WINDOW_MS } as Parameters<MemoryStore['init']>[0])
+      return async () => (await store.increment(next())).totalHits <= limit
+    },
+  },
+]
+
+const TENANT_KEYS = Array.from({ length: TENANTS }, (_, i) => `tenant-${i}`)
+
+/** The keys of a load: the 10,000 tenants in turn, or the one tenant. */
+function keysOf(load: Load): () => string {
+  if (load === 'denied') return () => 'tenant-0'
+  let i = 0
+  return () => {
+    const key = TENANT_KEYS[i] as string
+    i = i + 1 === TENANTS ? 0 : i + 1
+    return key
+  }
+}
+
+/** A subject ready for a load: the denied load's tenant is filled to its limit first. */
+async function prepare(subject: Subject, load: Load): Promise<Decide> {
+  const decide = await subject.create(load === 'denied' ? DENIED_LIMIT : HIGH_LIMIT, keysOf(load))
+  if (load === 'denied') {
+    for (let i = 0; i < DENIED_LIMIT; i++) if (!(await decide())) throw new Error(`${subject.limiter} denied early`)
+    if (await decide()) throw new Error(`${subject.limiter} admitted past its limit`)
+  }
+  return decide
+}
+
+/** Keeps `inFlight` decisions outstanding for `ms`: decisions per second, and whether each matched the load. */
+async function drive(decide: Decide, inFlight: number, ms: number, load: Load) {
+  let decisions = 0
+  let unexpected = 0
+  const expected = load === 'admitted'
+  const started = performance.now()
+  const end = started + ms
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < end) {
+        if ((await decide()) !== expected) unexpected++
+        decisions++
+      }
+    }),
+  )
+  return { perSecond: (decisions * 1000) / (performance.now() - started), unexpected }
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+export interface InProcessRow {
+  readonly load: Load
+  readonly inFlight: number
+  readonly limiter: string
+  /** Median over the rounds. */
+  readonly perSecond: number
+  readonly rounds: readonly number[]
+}
+
+export async function inProcess(options: InProcessOptions = {}): Promise<PartResult> {
+  const rounds = options.rounds ?? 7
+  const sliceMs = options.sliceMs ?? 150
+  const cells = (['admitted', 'denied'] as const).flatMap((load) => IN_FLIGHT.map((inFlight) => ({ load, inFlight })))
+  // One limiter per subject and cell, kept across rounds: each round measures it in its steady state.
+  const decides = new Map<string, Decide>()
+  const id = (load: Load, inFlight: number, limiter: string) => `${load}/${inFlight}/${limiter}`
+  for (const { load, inFlight } of cells) {
+    for (const subject of SUBJECTS) decides.set(id(load, inFlight, subject.limiter), await prepare(subject, load))
+  }
+  const figures = new Map<string, number[]>()
+  for (let round = -1; round < rounds; round++) {
+    for (const { load, inFlight } of cells) {
+      // Taking turns, starting with a different subject each round.
+      for (let s = 0; s < SUBJECTS.length; s++) {
+        const subject = SUBJECTS[(s + round + 1) % SUBJECTS.length] as Subject
+        const key = id(load, inFlight, subject.limiter)
+        const { perSecond, unexpected } = await drive(decides.get(key) as Decide, inFlight, sliceMs, load)
+        if (unexpected > 0) throw new Error(`${key}: ${unexpected} decisions not ${load}`)
+        if (round >= 0) figures.set(key, [...(figures.get(key) ?? []), perSecond])
+      }
+    }
+  }
+  const rows: InProcessRow[] = cells.flatMap(({ load, inFlight }) =>
+    SUBJECTS.map(({ limiter }) => {
+      const measured = figures.get(id(load, inFlight, limiter)) ?? []
+      return { load, inFlight, limiter, perSecond: Math.round(median(measured)), rounds: measured.map(Math.round) }
+    }),
+  )
+  return { title: 'Decisions in process, beside the peers', markdown: report(rows, rounds, sliceMs), data: rows }
+}
+
+const formatRate = (n: number) =>
+  n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${Math.round(n / 1e3)}k` : String(Math.round(n))
+
+function report(rows: readonly InProcessRow[], rounds: number, sliceMs: number): string {
+  const lines = [
+    `Decisions per second in one Node process, each limiter's in-memory store called directly (no HTTP): the ` +
+      `median of ${rounds} rounds of ${sliceMs} ms per cell, the limiters taking turns in each round. Admitted: ` +
+      `${TENANTS.toLocaleString('en')} tenants in turn, none near its limit. Denied: one tenant past its limit ` +
+      `(${DENIED_LIMIT} per hour).`,
+    '',
+    ...SUBJECTS.map((s) => `- ${s.limiter}: \`${s.call}\``),
+    '',
+    `| load | in flight | ${SUBJECTS.map((s) => s.limiter).join(' | ')} |`,
+    `|---|---|${SUBJECTS.map(() => '---|').join('')}`,
+  ]
+  for (const load of ['admitted', 'denied'] as const) {
+    for (const inFlight of IN_FLIGHT) {
+      const cells = SUBJECTS.map(({ limiter }) =>
+        formatRate(
+          rows.find((r) => r.load === load && r.inFlight === inFlight && r.limiter === limiter)?.perSecond ?? 0,
+        ),
+      )
+      lines.push(`| ${load} | ${inFlight} | ${cells.join(' | ')} |`)
+    }
+  }
+  return `${lines.join('\n')}\n`
+}
