@@ -44,3 +44,30 @@ describe('limiter events', () => {
     expect(live).to.deep.equal({ open: 0, close: 0 })
   })
 })
+
+describe('decisions on the memory store', () => {
+  afterEach(() => sinon.restore())
+
+  it('set no timer: an in-process store cannot hang, so its calls get no deadline', async () => {
+    const limiter = createRateLimiter({ store: memoryStore(), limit: 2, window: '1m', local: false })
+    const setTimeoutSpy = sinon.spy(globalThis, 'setTimeout')
+    const decisions = [await limiter.consume('t'), await limiter.consume('t'), await limiter.consume('t')]
+    expect(decisions.map((d) => d.allowed)).to.deep.equal([true, true, false])
+    expect(await limiter.peek('t')).to.include({ allowed: false, remaining: 0 })
+    expect(setTimeoutSpy.callCount).to.equal(0)
+    expect(limiter.stats()).to.include({ storeCalls: 4, decisions: 3 })
+  })
+
+  it('a copy of a memory store with a method replaced keeps its deadline', async () => {
+    const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance'] })
+    const hanging: Store = { ...memoryStore(), consume: () => new Promise(() => {}) }
+    const limiter = createRateLimiter({ store: hanging, limit: 2, window: '1m', timeoutMs: 50, logger: { warn() {} } })
+    const outcome = limiter.consume('t').then(
+      () => 'admitted',
+      (error: Error) => error.message,
+    )
+    await clock.tickAsync(60)
+    expect(await outcome).to.match(/no answer within timeoutMs \(50 ms\)/)
+    expect(limiter.stats()).to.include({ storeCalls: 1, timeouts: 1 })
+  })
+})

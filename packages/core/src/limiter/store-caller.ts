@@ -1,5 +1,6 @@
 import type { Emitter } from '../common/emitter.js'
 import { StoreError } from '../common/errors.js'
+import { isInProcessStore } from '../store/memory-store.js'
 import { replyCode } from '../store/server-failure.js'
 import type { Store } from '../store/store.js'
 import { type Deadline, DeadlineExceeded, guardedCall, ShortCircuit } from './guarded-call.js'
@@ -25,6 +26,9 @@ export interface StoreCaller {
   stats(): Readonly<StoreCallCounters>
 }
 
+/** The deadline of a call that cannot hang. */
+const NO_DEADLINE: Deadline = Object.freeze({ at: Number.POSITIVE_INFINITY })
+
 /**
  * One limiter's calls to its store: guarded (see guardedCall), counted, reported as events, and logged once per
  * outage (with a note when the store answers again). `mode` says what the policy does meanwhile, for the log.
@@ -42,6 +46,7 @@ export function createStoreCaller(
   const { policyName, mode, timeoutMs, logger, events } = options
   const counters: StoreCallCounters = { storeCalls: 0, storeErrors: 0, timeouts: 0, shortCircuits: 0 }
   const { servers } = store
+  const inProcess = isInProcessStore(store)
   const connected = () => store.isConnected?.() !== false
   const connection = { connected, readySince: () => (store.readySince ? store.readySince() : 0) }
   const report = (outcome: 'ok' | 'error' | 'timeout', durationMs: number) => {
@@ -64,16 +69,46 @@ export function createStoreCaller(
     },
   }
 
+  /**
+   * An in-process store cannot hang and has no server to guard: its call is made as it is, with no timer. The
+   * promise is chained only when something waits for the answer (a listener, or an outage to close).
+   */
+  function askInProcess<T>(call: (deadline: Deadline) => Promise<T>): Promise<T> {
+    observer.sent()
+    const reporting = events.has('storeCall')
+    const sentAt = reporting ? performance.now() : 0
+    let sent: Promise<T>
+    try {
+      sent = call(NO_DEADLINE)
+    } catch (error) {
+      sent = Promise.reject(error)
+    }
+    if (!reporting && failuresThisOutage === 0 && refundFailuresThisOutage === 0) return sent
+    return sent.then(
+      (value) => {
+        if (reporting) report('ok', performance.now() - sentAt)
+        observer.answered()
+        return value
+      },
+      (error: unknown) => {
+        if (reporting) report('error', performance.now() - sentAt)
+        throw error
+      },
+    )
+  }
+
   return {
     ask: (key, call) =>
-      guardedCall(
-        servers?.for(key),
-        connection,
-        timeoutMs,
-        call,
-        observer,
-        events.has('storeCall') ? report : undefined,
-      ),
+      inProcess
+        ? askInProcess(call)
+        : guardedCall(
+            servers?.for(key),
+            connection,
+            timeoutMs,
+            call,
+            observer,
+            events.has('storeCall') ? report : undefined,
+          ),
     failure(error, key, refund) {
       const kind =
         error instanceof ShortCircuit ? 'short-circuit' : error instanceof DeadlineExceeded ? 'timeout' : 'error'

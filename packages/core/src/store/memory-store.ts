@@ -297,7 +297,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0, recorded: 0 } }
   }
 
-  return {
+  const store: MemoryStore = {
     [STORE]: true,
     consume: async (requests) => decide(requests, true),
     lease: async (request) => lease(request),
@@ -345,4 +345,14 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       return entries.size
     },
   }
+  inProcessStores.add(store)
+  return store
+}
+
+/** The stores memoryStore() made: a copy with methods replaced (`{ ...store, consume }`) is not one of them. */
+const inProcessStores = new WeakSet<Store>()
+
+/** Whether `store` is a memory store itself: it decides in this process and cannot hang, so a call needs no deadline. */
+export function isInProcessStore(store: Store): boolean {
+  return inProcessStores.has(store)
 }
