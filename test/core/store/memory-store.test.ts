@@ -95,4 +95,36 @@ describe('memoryStore model (fast-check, injected clock)', () => {
     await store.consume([{ key: 'fresh', limit: 5, windowMs: 1_000, cost: 1 }])
     expect(store.size, 'the call past sweepIntervalMs swept the idle keys').to.equal(1)
   })
+  it('answers one window exactly as a call of two windows answers it beside a window with room (fast path)', async () => {
+    const step = fc.record({
+      advance: fc.integer({ min: 0, max: 400 }),
+      kind: fc.constantFrom('consume', 'consume', 'consume', 'peek', 'hold', 'reset'),
+      cost: fc.integer({ min: 1, max: 6 }),
+      limit: fc.integer({ min: 6, max: 9 }),
+      block: fc.constantFrom(undefined, 250),
+    })
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 80 }), async (steps) => {
+        let now = 0
+        const one = memoryStore({ clock: () => now })
+        const two = memoryStore({ clock: () => now })
+        for (const { advance, kind, cost, limit, block } of steps) {
+          now += advance
+          const request = { key: 'k', limit, windowMs: 1_000, cost, ...(block !== undefined && { blockMs: block }) }
+          const roomy = { key: 'roomy', limit: 1_000_000, windowMs: 1_000, cost }
+          if (kind === 'hold') {
+            await Promise.all([one.hold([request], 300), two.hold([request], 300)])
+          } else if (kind === 'reset') {
+            await Promise.all([one.reset('k'), two.reset('k')])
+          } else {
+            const call = kind === 'peek' ? 'peek' : 'consume'
+            const [alone] = await one[call]([request])
+            const [beside] = await two[call]([request, roomy])
+            expect(alone, `${kind} at ${now}`).to.deep.equal(beside)
+          }
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
 })

@@ -177,6 +177,47 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     if (cursor !== undefined) sweepSome(now, SWEEP_VISITS_PER_CALL)
   }
 
+  const otherAlgorithm = (key: string, entry: Entry) =>
+    new StoreError(
+      `key ${describe(key)} holds ${entry.counter ? 'a bucketed' : 'a sliding-log'} window; a call of the other algorithm cannot use it`,
+    )
+  const storeFull = () =>
+    new StoreError(
+      `memory store full: it holds maxKeys (${maxKeys}) keys with live windows, so a new key is refused; raise maxKeys or use redisStore`,
+    )
+
+  /** entriesOf for one sliding-log request, with no array: the log of its key. */
+  function logOf(request: WindowRequest, create: boolean): SlidingLog {
+    let entry = entries.get(request.key)
+    if (entry === undefined) {
+      if (create && entries.size + 1 > maxKeys) throw storeFull()
+      entry = { log: new SlidingLog(), windowMs: request.windowMs }
+      if (create) entries.set(request.key, entry)
+    } else if (entry.counter !== undefined) throw otherAlgorithm(request.key, entry)
+    entry.windowMs = request.windowMs
+    return entry.log as SlidingLog
+  }
+
+  /**
+   * decide() for one sliding-log window, the common call, without the arrays and copies of the general case:
+   * the same rules in the same order, so the model tests of one window hold for it.
+   */
+  function decideLog(request: WindowRequest, record: boolean, now: number): WindowResult {
+    const log = logOf(request, record)
+    const used = log.used(now, request.windowMs)
+    const room = used + request.cost <= request.limit
+    const until = heldUntil(request.key, now)
+    const recorded = record && room && until === 0
+    const at = recorded ? log.add(now, request.cost) : 0
+    let result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
+    if (until) result = held(result, until, now)
+    else if (record && !room) result = blocked(request, result, now)
+    // A fresh object from log.result: the stamp is set on it rather than copied into another.
+    else if (recorded) (result as { recorded?: number }).recorded = at
+    if (used === 0 && !recorded && log.isEmpty(now, request.windowMs)) entries.delete(request.key)
+    return result
+  }
+
   /**
    * The entries for `requests`, created (when `create`) only once every request fits: a key of the other
    * algorithm, or no room for a new key, rejects the call alone and changes nothing.
@@ -189,17 +230,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       found.push(entry)
       if (entry === undefined) missing++
       else if ((entry.counter !== undefined) !== ('buckets' in request && request.buckets !== undefined)) {
-        const held = entry.counter ? 'a bucketed' : 'a sliding-log'
-        throw new StoreError(
-          `key ${describe(request.key)} holds ${held} window; a call of the other algorithm cannot use it`,
-        )
+        throw otherAlgorithm(request.key, entry)
       }
     }
-    if (create && missing > 0 && entries.size + missing > maxKeys) {
-      throw new StoreError(
-        `memory store full: it holds maxKeys (${maxKeys}) keys with live windows, so a new key is refused; raise maxKeys or use redisStore`,
-      )
-    }
+    if (create && missing > 0 && entries.size + missing > maxKeys) throw storeFull()
     return requests.map((request, i) => {
       const buckets = 'buckets' in request ? request.buckets : undefined
       let entry = found[i]
@@ -241,6 +275,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       }
       return [result]
     }
+    if (requests.length === 1 && only !== undefined) return [decideLog(only, record, now)]
     if (requests.some((request) => request.buckets !== undefined)) {
       throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
     }
