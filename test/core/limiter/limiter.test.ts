@@ -70,4 +70,14 @@ describe('decisions on the memory store', () => {
     expect(await outcome).to.match(/no answer within timeoutMs \(50 ms\)/)
     expect(limiter.stats()).to.include({ storeCalls: 1, timeouts: 1 })
   })
+  it('keeps each tenant its own window past the tenants whose keys it keeps built (16,384)', async () => {
+    const limiter = createRateLimiter({ store: memoryStore(), limit: 1, window: '1m', local: false })
+    const tenants = Array.from({ length: 16_384 + 2 }, (_, i) => `t${i}`)
+    for (const tenant of tenants) expect((await limiter.consume(tenant)).allowed, tenant).to.equal(true)
+    for (const tenant of [tenants[0], tenants[1], tenants.at(-1)] as string[]) {
+      expect(await limiter.consume(tenant), tenant).to.include({ allowed: false, remaining: 0 })
+    }
+    expect(await limiter.consume({ tenant: 't0' }), 'the same tenant as an object').to.include({ allowed: false })
+    expect((await limiter.consume('t0', { cost: 1 })).allowed, 'with options').to.equal(false)
+  })
 })

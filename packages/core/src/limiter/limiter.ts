@@ -34,6 +34,15 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 const ALREADY_REFUNDED: RefundResult = Object.freeze({ units: 0, outcome: 'already-refunded' })
 
+/** Tenants whose default call a limiter keeps built: about 200 bytes each. */
+const CACHED_CALLS = 16_384
+
+/** What a call is decided on: its windows (one per policy) and its cost. */
+interface Call {
+  readonly windows: readonly Window[]
+  readonly cost: number
+}
+
 const CONSUME_OPTIONS = ['cost', 'limit']
 const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal']
 
@@ -296,7 +305,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     for (;;) {
       const hit = tier?.tryLocal(id, cost, tag)
       if (hit) return count(hit.decision, hit.lease && leaseReceipt(id, hit.lease.storeKey, hit.lease.lease, cost))
-      const pending = leasing.get(id)
+      const pending = leasing.size === 0 ? undefined : leasing.get(id)
       if (!pending) break
       await pending.catch(() => {})
     }
@@ -320,17 +329,29 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
   async function consume(id: string, windows: readonly Window[], cost: number): Promise<Made> {
     const results = await caller.ask(keyOf(windows), (deadline) => store.consume(requestsOf(windows, cost), deadline))
+    if (results.length === 1) return madeOne(id, results[0] as WindowResult, windows[0] as Window, cost)
     const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
     const requests: RefundRequest[] = []
     for (let i = 0; i < results.length; i++) {
       const { recorded } = results[i] as WindowResult
-      if (recorded === undefined) continue
-      const { key, policy } = windows[i] as Window
-      const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
-      if (policy.buckets !== undefined) request.buckets = policy.buckets
-      requests.push(request)
+      if (recorded !== undefined) requests.push(refundRequestOf(windows[i] as Window, recorded))
     }
     return requests.length === 0 ? { decision } : { decision, receipt: { id, requests, units: cost } }
+  }
+
+  /** Where a refund of units recorded at `recorded` in a window takes them from. */
+  function refundRequestOf({ key, policy }: Window, recorded: number): RefundRequest {
+    const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
+    if (policy.buckets !== undefined) request.buckets = policy.buckets
+    return request
+  }
+
+  /** consume() for one window: the same decision and receipt, with no array of decisions to combine. */
+  function madeOne(id: string, result: WindowResult, window: Window, cost: number): Made {
+    const decision = decisionOf(result, window)
+    const { recorded } = result
+    if (recorded === undefined) return { decision }
+    return { decision, receipt: { id, requests: [refundRequestOf(window, recorded)], units: cost } }
   }
 
   const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
@@ -380,9 +401,23 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     })
   }
 
+  // A call with no options on a tenant named by a string: its windows (keys encoded and checked) are built once and
+  // kept for the tenant's next calls, for up to CACHED_CALLS tenants, the oldest dropped first.
+  const cachedCalls = new Map<string, Call>()
+  function defaultCall(key: KeyInput): Call {
+    if (typeof key !== 'string') return { windows: windowsOf(key, undefined), cost: defaultCost }
+    let call = cachedCalls.get(key)
+    if (call === undefined) {
+      call = { windows: windowsOf(key, undefined), cost: defaultCost }
+      if (cachedCalls.size >= CACHED_CALLS) cachedCalls.delete(cachedCalls.keys().next().value as string)
+      cachedCalls.set(key, call)
+    }
+    return call
+  }
+
   /** A call's windows and cost; the cost must fit in each of its limits. */
-  function resolveCall(key: KeyInput, options: ConsumeOptions | undefined, accepted: readonly string[]) {
-    if (options === undefined) return { windows: windowsOf(key, undefined), cost: defaultCost }
+  function resolveCall(key: KeyInput, options: ConsumeOptions | undefined, accepted: readonly string[]): Call {
+    if (options === undefined) return defaultCall(key)
     checkOptionNames(options, 'options', accepted)
     const limits = resolveLimits(options.limit)
     const cost = options.cost === undefined ? defaultCost : config.checkCost(options.cost)
@@ -442,7 +477,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
     consume(key, options) {
       // Not an async function around decide(): that would add a promise and its ticks to every decision.
-      let call: { windows: Window[]; cost: number }
+      let call: Call
       try {
         call = resolveCall(key, options, CONSUME_OPTIONS)
       } catch (error) {

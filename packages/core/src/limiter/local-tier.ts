@@ -200,6 +200,8 @@ export function createLocalTier(
       previous.at = at
     },
     tryLocal(id, cost, limits) {
+      // Nothing cached, nothing leased: the store decides, with no clock read.
+      if (leases.size === 0 && denials.size === 0) return undefined
       const at = now()
       const lease = leases.get(id)
       if (lease && lease.limit === limits && at < lease.expiresAt && lease.lease.granted - lease.used >= cost) {

@@ -56,7 +56,8 @@ export const SWEEP_VISITS_PER_CALL = 1_000
 // A record over every option, so that an option added without its runtime name fails to compile.
 const OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, sweepIntervalMs: true, maxKeys: true })
 
-const monotonicNow = () => performance.timeOrigin + performance.now()
+const timeOrigin = performance.timeOrigin
+const monotonicNow = () => timeOrigin + performance.now()
 
 /**
  * The embedded store: the same decisions as the Redis scripts, for one process. Memory stays bounded:
