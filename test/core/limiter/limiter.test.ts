@@ -80,4 +80,17 @@ describe('decisions on the memory store', () => {
     expect(await limiter.consume({ tenant: 't0' }), 'the same tenant as an object').to.include({ allowed: false })
     expect((await limiter.consume('t0', { cost: 1 })).allowed, 'with options').to.equal(false)
   })
+  it('are made at once, with no store promise in between: the decision is out when consume() returns', async () => {
+    const store = memoryStore()
+    const storeConsume = sinon.spy(store, 'consume')
+    const limiter = createRateLimiter({ store, limit: 1, window: '1m', local: false })
+    const seen: boolean[] = []
+    limiter.on('decision', (d) => seen.push(d.allowed))
+    const first = limiter.consume('t')
+    const second = limiter.consume('t')
+    expect(seen, 'before any await').to.deep.equal([true, false])
+    expect([(await first).allowed, (await second).allowed]).to.deep.equal([true, false])
+    expect(storeConsume.callCount).to.equal(0)
+    expect(limiter.stats()).to.include({ storeCalls: 2, decisions: 2 })
+  })
 })

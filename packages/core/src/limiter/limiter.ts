@@ -4,6 +4,7 @@ import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
+import { type ConsumeNow, consumeNowOf } from '../store/memory-store.js'
 import type { Lease, RefundRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
 import { combine, type Decision, enforce, toDecision } from './decision.js'
@@ -327,8 +328,40 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
   type Made = { readonly decision: Decision; readonly receipt?: Receipt }
 
+  // A memory store decides at once: a call that no lease can serve is decided without a promise in between.
+  const leases = tier !== undefined && leasable && local?.lease !== false
+  const consumeNow = leases ? undefined : consumeNowOf(store)
+
+  /** decide() on a memory store, for a limiter without leases: the same steps, with the store's answer at once. */
+  function decideNow(windows: readonly Window[], cost: number, now: ConsumeNow): Promise<Decision> {
+    const id = idOf(windows)
+    const tag = limitsTag(windows)
+    tier?.observe(id, cost)
+    const hit = tier?.tryLocal(id, cost, tag)
+    if (hit) return Promise.resolve(count(hit.decision))
+    const sentAt = tier?.now() ?? 0
+    let made: Made
+    try {
+      made = madeOf(
+        id,
+        windows,
+        cost,
+        caller.askNow(() => now(requestsOf(windows, cost))),
+      )
+    } catch (error) {
+      return degrade(windows, cost, error)
+    }
+    tier?.remember(id, cost, made.decision, sentAt, tag)
+    return Promise.resolve(count(made.decision, made.receipt))
+  }
+
   async function consume(id: string, windows: readonly Window[], cost: number): Promise<Made> {
     const results = await caller.ask(keyOf(windows), (deadline) => store.consume(requestsOf(windows, cost), deadline))
+    return madeOf(id, windows, cost, results)
+  }
+
+  /** The decision a store's results make, and what a refund of it removes. */
+  function madeOf(id: string, windows: readonly Window[], cost: number, results: readonly WindowResult[]): Made {
     if (results.length === 1) return madeOne(id, results[0] as WindowResult, windows[0] as Window, cost)
     const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
     const requests: RefundRequest[] = []
@@ -483,7 +516,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       } catch (error) {
         return Promise.reject(error)
       }
-      return decide(call.windows, call.cost)
+      return consumeNow ? decideNow(call.windows, call.cost, consumeNow) : decide(call.windows, call.cost)
     },
     async acquire(key, options) {
       const { windows, cost } = resolveCall(key, options, ACQUIRE_OPTIONS)

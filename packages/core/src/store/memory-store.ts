@@ -381,14 +381,25 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       return entries.size
     },
   }
-  inProcessStores.add(store)
+  inProcessStores.set(store, (requests) => decide(requests, true))
   return store
 }
 
-/** The stores memoryStore() made: a copy with methods replaced (`{ ...store, consume }`) is not one of them. */
-const inProcessStores = new WeakSet<Store>()
+/** A store's consume, answered at once. */
+export type ConsumeNow = (requests: readonly WindowRequest[]) => WindowResult[]
+
+/**
+ * The stores memoryStore() made, with their consume answered at once: a copy with methods replaced
+ * (`{ ...store, consume }`) is not one of them.
+ */
+const inProcessStores = new WeakMap<Store, ConsumeNow>()
 
 /** Whether `store` is a memory store itself: it decides in this process and cannot hang, so a call needs no deadline. */
 export function isInProcessStore(store: Store): boolean {
   return inProcessStores.has(store)
+}
+
+/** A memory store's consume without a promise (the same decisions), or undefined for any other store. */
+export function consumeNowOf(store: Store): ConsumeNow | undefined {
+  return inProcessStores.get(store)
 }
