@@ -124,7 +124,7 @@ export function describeHoldsAndRefunds(name: string, make: () => Store) {
       expect(limiter.stats().refundedUnits).to.equal(1)
     })
 
-    it('refund(decision) reads only the decision’s own receipt: a clone, or its receipt on another object, refunds once', async () => {
+    it('refund(decision) reads only the decision’s own receipt: a clone or a copy refunds nothing, the decision once', async () => {
       const limiter = createRateLimiter({ store: make(), limit: 3, window: '1m', local: false })
       // Admitted together: one entry holds all three units, so a second refund of one would find units to remove.
       const [d] = await Promise.all([limiter.consume('t'), limiter.consume('t'), limiter.consume('t')])
@@ -133,9 +133,10 @@ export function describeHoldsAndRefunds(name: string, make: () => Store) {
       for (const clone of clones) {
         expect(await limiter.refund(clone)).to.deep.equal({ units: 0, outcome: 'not-refundable' })
       }
-      const [symbol] = Object.getOwnPropertySymbols(decision) as [symbol]
-      const copy = Object.defineProperty({ ...decision }, symbol, { value: (decision as never)[symbol] })
-      expect(await limiter.refund(copy)).to.deep.equal({ units: 1, outcome: 'refunded' })
+      // The receipt is no property: no key or symbol of the decision carries it onto a copy.
+      expect(Reflect.ownKeys(decision).filter((key) => typeof key !== 'string')).to.deep.equal([])
+      expect(await limiter.refund(Object.assign({}, decision))).to.deep.equal({ units: 0, outcome: 'not-refundable' })
+      expect(await limiter.refund(decision)).to.deep.equal({ units: 1, outcome: 'refunded' })
       expect(await limiter.refund(decision)).to.deep.equal({ units: 0, outcome: 'already-refunded' })
       expect(await limiter.peek('t')).to.include({ remaining: 1 })
     })

@@ -35,6 +35,14 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 const ALREADY_REFUNDED: RefundResult = Object.freeze({ units: 0, outcome: 'already-refunded' })
 
+/** Returns the object it is given: a subclass's private fields are then added to that object, whatever made it. */
+class Stamp {
+  constructor(target: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: the point of the class (see Receipted in createRateLimiter)
+    return target
+  }
+}
+
 /** Tenants whose default call a limiter keeps built: about 200 bytes each. */
 const CACHED_CALLS = 16_384
 
@@ -253,14 +261,23 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     readonly requests: readonly RefundRequest[]
     readonly units: number
   }
-  // An admitted decision carries its receipt under this limiter's own symbol, hidden (not enumerable): a WeakMap
-  // entry per decision cost the hot path more than the rest of the limiter. Refunds taken are noted apart.
-  const RECEIPT = Symbol('fleetlimit.receipt')
-  // Its own property only: an object made with the decision as its prototype is not that decision.
-  const receiptOf = (decision: unknown): Receipt | undefined =>
-    typeof decision === 'object' && decision !== null
-      ? (Object.getOwnPropertyDescriptor(decision, RECEIPT)?.value as Receipt | undefined)
-      : undefined
+  // An admitted decision carries its receipt in a private field of this limiter's own class, added to the plain
+  // object (see Stamp): no key, spread, JSON or deep equality sees it, and an object made with the decision as its
+  // prototype is not that decision. A WeakMap entry per decision, or a hidden property defined on it, cost the hot
+  // path more than the rest of the limiter. Refunds taken are noted apart.
+  class Receipted extends Stamp {
+    readonly #receipt: Receipt
+    constructor(decision: Decision, receipt: Receipt) {
+      super(decision)
+      this.#receipt = receipt
+    }
+    static of(value: unknown): Receipt | undefined {
+      return typeof value === 'object' && value !== null && #receipt in value
+        ? (value as Receipted).#receipt
+        : undefined
+    }
+  }
+  const receiptOf = Receipted.of
   // Refunds asked, by receipt (whatever object carries it): the id every try sends, so that the store applies the
   // refund once however often it is sent (a retry after a timeout), the try in flight, and the answer once known.
   interface Asked {
@@ -282,7 +299,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (decision.allowed) counters.allowed++
     else counters.denied++
     if (decision.shadowDenied) counters.shadowDenied++
-    if (receipt && decision.allowed) Object.defineProperty(decision, RECEIPT, { value: receipt })
+    if (receipt && decision.allowed && !receiptOf(decision)) new Receipted(decision, receipt)
     events.emit('decision', decision)
     return decision
   }
