@@ -34,9 +34,9 @@ export function createEmitter<Events extends Record<string, unknown[]>>(
         onLastListener?.(event)
       }
     },
-    has: (event) => (listeners.get(event)?.size ?? 0) > 0,
+    has: (event) => listeners.size > 0 && (listeners.get(event)?.size ?? 0) > 0,
     emit(event, ...args) {
-      const set = listeners.get(event)
+      const set = listeners.size === 0 ? undefined : listeners.get(event)
       // Every decision emits: with no listener, that costs a map lookup and nothing else.
       if (set === undefined || set.size === 0) return
       for (const listener of set) {

@@ -356,19 +356,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     tier?.observe(id, cost)
     const hit = tier?.tryLocal(id, cost, tag)
     if (hit) return Promise.resolve(count(hit.decision))
-    const sentAt = tier?.now() ?? 0
+    const sentAt = tier?.now()
     let made: Made
     try {
-      made = madeOf(
-        id,
-        windows,
-        cost,
-        caller.askNow(() => now(requestsOf(windows, cost))),
-      )
+      // The tier's clock is performance.now(): the store may take its reading as the decision's time.
+      made = madeOf(id, windows, cost, caller.askNow(now, requestsOf(windows, cost), sentAt))
     } catch (error) {
       return degrade(windows, cost, error)
     }
-    tier?.remember(id, cost, made.decision, sentAt, tag)
+    tier?.remember(id, cost, made.decision, sentAt as number, tag)
     return Promise.resolve(count(made.decision, made.receipt))
   }
 

@@ -131,7 +131,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 
   /** Until when a key is held, or 0. */
   function heldUntil(key: string, now: number): number {
-    const until = holds.get(key)
+    const until = holds.size === 0 ? undefined : holds.get(key)
     if (until === undefined) return 0
     if (until > now) return until
     holds.delete(key)
@@ -253,8 +253,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   }
 
   /** All the windows admit together, or none records anything: the contract of the multi-key script. */
-  function decide(requests: readonly WindowRequest[], record: boolean): WindowResult[] {
-    const now = clock()
+  function decide(requests: readonly WindowRequest[], record: boolean, now = clock()): WindowResult[] {
     housekeep(now, requests.length)
     const [only] = requests
     if (requests.length === 1 && only?.buckets !== undefined) {
@@ -381,12 +380,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       return entries.size
     },
   }
-  inProcessStores.set(store, (requests) => decide(requests, true))
+  // The caller's reading of performance.now() serves as this store's own clock when that is the default one.
+  const ownClock = options.clock === undefined
+  inProcessStores.set(store, (requests, at) =>
+    decide(requests, true, ownClock && at !== undefined ? timeOrigin + at : clock()),
+  )
   return store
 }
 
-/** A store's consume, answered at once. */
-export type ConsumeNow = (requests: readonly WindowRequest[]) => WindowResult[]
+/**
+ * A store's consume, answered at once; `at`, if given, is the caller's performance.now() read just before, which
+ * the store takes as the decision's time when it runs on its default clock (one clock read, not two).
+ */
+export type ConsumeNow = (requests: readonly WindowRequest[], at: number | undefined) => WindowResult[]
 
 /**
  * The stores memoryStore() made, with their consume answered at once: a copy with methods replaced
