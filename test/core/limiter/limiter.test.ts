@@ -93,4 +93,22 @@ describe('decisions on the memory store', () => {
     expect(storeConsume.callCount).to.equal(0)
     expect(limiter.stats()).to.include({ storeCalls: 2, decisions: 2 })
   })
+  it('carry a receipt that only their own limiter refunds, seen by no key of the decision', async () => {
+    const store = memoryStore()
+    const a = createRateLimiter({ store, limit: 2, window: '1m' })
+    const b = createRateLimiter({ store, limit: 2, window: '1m' })
+    const decision = await a.consume('t')
+    expect(Reflect.ownKeys(decision)).to.deep.equal([
+      'allowed',
+      'limit',
+      'remaining',
+      'retryAfterMs',
+      'resetMs',
+      'source',
+      'policy',
+    ])
+    expect(await b.refund(decision)).to.deep.equal({ units: 0, outcome: 'not-refundable' })
+    expect(await a.refund(decision)).to.deep.equal({ units: 1, outcome: 'refunded' })
+    expect(await a.peek('t')).to.include({ remaining: 2 })
+  })
 })

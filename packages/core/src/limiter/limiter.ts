@@ -38,8 +38,33 @@ const ALREADY_REFUNDED: RefundResult = Object.freeze({ units: 0, outcome: 'alrea
 /** Returns the object it is given: a subclass's private fields are then added to that object, whatever made it. */
 class Stamp {
   constructor(target: object) {
-    // biome-ignore lint/correctness/noConstructorReturn: the point of the class (see Receipted in createRateLimiter)
+    // biome-ignore lint/correctness/noConstructorReturn: the point of the class (see Receipted)
     return target
+  }
+}
+
+/**
+ * A decision's receipt (what a refund removes) in private fields added to the plain decision object (see Stamp):
+ * no key, spread, JSON or deep equality sees it, and an object made with the decision as its prototype is not that
+ * decision. A WeakMap entry per decision, or a hidden property defined on it, cost the hot path more than the rest
+ * of the limiter; one class for every limiter keeps their decisions of one shape.
+ */
+class Receipted extends Stamp {
+  readonly #receipt: unknown
+  readonly #owner: object
+  constructor(decision: Decision, receipt: unknown, owner: object) {
+    super(decision)
+    this.#receipt = receipt
+    this.#owner = owner
+  }
+  static has(value: object): boolean {
+    return #receipt in value
+  }
+  /** The receipt `owner` put on `value`, if any. */
+  static of<R>(value: unknown, owner: object): R | undefined {
+    if (typeof value !== 'object' || value === null || !(#receipt in value)) return undefined
+    const receipted = value as Receipted
+    return receipted.#owner === owner ? (receipted.#receipt as R) : undefined
   }
 }
 
@@ -261,23 +286,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     readonly requests: readonly RefundRequest[]
     readonly units: number
   }
-  // An admitted decision carries its receipt in a private field of this limiter's own class, added to the plain
-  // object (see Stamp): no key, spread, JSON or deep equality sees it, and an object made with the decision as its
-  // prototype is not that decision. A WeakMap entry per decision, or a hidden property defined on it, cost the hot
-  // path more than the rest of the limiter. Refunds taken are noted apart.
-  class Receipted extends Stamp {
-    readonly #receipt: Receipt
-    constructor(decision: Decision, receipt: Receipt) {
-      super(decision)
-      this.#receipt = receipt
-    }
-    static of(value: unknown): Receipt | undefined {
-      return typeof value === 'object' && value !== null && #receipt in value
-        ? (value as Receipted).#receipt
-        : undefined
-    }
-  }
-  const receiptOf = Receipted.of
+  // An admitted decision carries its receipt, and this limiter as its owner, in private fields added to the plain
+  // object (see Receipted): a refund through another limiter finds none.
+  const owner = {}
+  const receiptOf = (decision: unknown) => Receipted.of<Receipt>(decision, owner)
   // Refunds asked, by receipt (whatever object carries it): the id every try sends, so that the store applies the
   // refund once however often it is sent (a retry after a timeout), the try in flight, and the answer once known.
   interface Asked {
@@ -299,7 +311,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (decision.allowed) counters.allowed++
     else counters.denied++
     if (decision.shadowDenied) counters.shadowDenied++
-    if (receipt && decision.allowed && !receiptOf(decision)) new Receipted(decision, receipt)
+    if (receipt && decision.allowed && !Receipted.has(decision)) new Receipted(decision, receipt, owner)
     events.emit('decision', decision)
     return decision
   }
