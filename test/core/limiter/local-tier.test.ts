@@ -1,4 +1,4 @@
-import { createRateLimiter, memoryStore } from '@fleetlimit/core'
+import { createRateLimiter, type Decision, memoryStore } from '@fleetlimit/core'
 import { runFleet } from '@fleetlimit/test-kit/fleet'
 import { expect } from 'chai'
 import fc from 'fast-check'
@@ -33,6 +33,26 @@ describe('local tier', () => {
       await clock.tickAsync(1)
       expect(await limiter.consume('k')).to.include({ allowed: true, source: 'store' })
       expect(limiter.stats().storeCalls).to.equal(calls + 1)
+    })
+
+    it('answers with the store’s denial aged, field for field and in its order, for one policy and for several', async () => {
+      const limiter = createRateLimiter({
+        store: memoryStore({ clock: () => Date.now() }),
+        policies: [
+          { name: 'a', limit: 1, window: 1_000 },
+          { name: 'b', limit: 5, window: 2_000, scope: 'tenant' },
+        ],
+      })
+      await limiter.consume('k')
+      const denied = await limiter.consume('k')
+      expect(denied).to.include({ allowed: false, source: 'store' })
+      await clock.tickAsync(300)
+      const cached = await limiter.consume('k')
+      const later = (ms: number) => Math.max(0, ms - 300)
+      const aged = (d: Decision) => ({ ...d, retryAfterMs: later(d.retryAfterMs), resetMs: later(d.resetMs) })
+      const expected = { ...aged(denied), source: 'local', policies: denied.policies?.map(aged) }
+      expect(cached).to.deep.equal(expected)
+      expect(Reflect.ownKeys(cached)).to.deep.equal(Reflect.ownKeys(expected))
     })
 
     it('asks the store for a smaller cost than the one denied, and forgets the key on reset', async () => {

@@ -177,12 +177,22 @@ export function createLocalTier(
     )
   }
 
-  const age = (decision: Decision, elapsed: number): Decision => ({
-    ...decision,
-    retryAfterMs: Math.max(0, Math.ceil(decision.retryAfterMs - elapsed)),
-    resetMs: Math.max(0, Math.ceil(decision.resetMs - elapsed)),
-    ...(decision.policies && { policies: decision.policies.map((d) => age(d, elapsed)) }),
-  })
+  /** A decision `elapsed` ms on, from `source`: one new object, no spread, its fields in the decision's order. */
+  function age(decision: Decision, elapsed: number, source: Decision['source']): Decision {
+    const aged: { -readonly [K in keyof Decision]: Decision[K] } = {
+      allowed: decision.allowed,
+      limit: decision.limit,
+      remaining: decision.remaining,
+      retryAfterMs: Math.max(0, Math.ceil(decision.retryAfterMs - elapsed)),
+      resetMs: Math.max(0, Math.ceil(decision.resetMs - elapsed)),
+      source,
+      policy: decision.policy,
+    }
+    if (decision.policies) aged.policies = decision.policies.map((d) => age(d, elapsed, d.source))
+    if (decision.shadowDenied !== undefined) aged.shadowDenied = decision.shadowDenied
+    if (decision.shadow !== undefined) aged.shadow = decision.shadow
+    return aged
+  }
 
   return {
     now,
@@ -226,7 +236,7 @@ export function createLocalTier(
       if (denial) {
         if (at < denial.until && cost >= denial.cost && denial.limits === limits) {
           counters.localHits++
-          return { decision: { ...age(denial.decision, at - denial.at), source: 'local' } }
+          return { decision: age(denial.decision, at - denial.at, 'local') }
         }
         if (at >= denial.until) denials.delete(id)
       }
