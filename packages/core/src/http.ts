@@ -19,10 +19,9 @@ export {
   checkHttpOptions,
   type FrameworkInfo,
   type HttpRateLimitOptions,
-  hasLimitSource,
+  inlinePolicy,
   type RequestErrorAction,
   type RequestInfo,
-  withoutLimitSource,
 } from './http/http-options.js'
 export { ipTenant } from './http/ip.js'
 export { type HttpLimiterStats, type NodeResponse, onResponseEnd } from './http/settle.js'
