@@ -1,5 +1,6 @@
 import { OptionError } from '../common/errors.js'
 import type { Decision } from '../limiter/decision.js'
+import { retryAfterSeconds } from './headers.js'
 
 /** A response body with its media type. */
 export interface ResponseBody {
@@ -16,7 +17,7 @@ const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-ex
 export function quotaExceededBody(decision: Decision, status: number): ResponseBody {
   // A shadow policy violates nothing: it only measures.
   const violated = (decision.policies ?? [decision]).filter((d) => !d.allowed && !d.shadow).map((d) => d.policy)
-  const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
+  const retryAfter = retryAfterSeconds(decision.retryAfterMs)
   const problem = {
     type: QUOTA_EXCEEDED,
     title: 'Too Many Requests',
@@ -105,7 +106,7 @@ export function respond(
 export function createDefaultDenial(status: number): (decision: Decision) => SizedBody {
   const denials = new Map<string, SizedBody>()
   return (decision) => {
-    const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
+    const retryAfter = retryAfterSeconds(decision.retryAfterMs)
     const denied = decision.policies?.filter((d) => !d.allowed && !d.shadow).map((d) => d.policy) ?? ''
     const id = `${retryAfter} ${decision.policy} ${denied}`
     let body = denials.get(id)

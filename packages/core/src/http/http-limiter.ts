@@ -14,7 +14,7 @@ import {
 } from './answers.js'
 import { createAddressWarnings, createWarnOnce } from './config-warnings.js'
 import { defaultRoute } from './default-route.js'
-import { rateLimitHeaders } from './headers.js'
+import { rateLimitHeaders, retryAfterSeconds } from './headers.js'
 import {
   type FrameworkInfo,
   type HttpRateLimitOptions,
@@ -138,7 +138,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
       )
     } catch (error) {
       if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
-      const retryAfter = String(Math.max(1, Math.ceil((error as StoreError).retryAfterMs / 1000)))
+      const retryAfter = String(retryAfterSeconds((error as StoreError).retryAfterMs))
       return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
     }
     const headers = rateLimitHeaders(decision, headerOptions)
