@@ -3,30 +3,25 @@
 // outcome's headers onto the response (through `stackHeaders`, for a response that another limiter already
 // set headers on) and either continues or answers with the outcome's status and body. When `settles`, it hands an
 // admitted request's decision to `settle` once the response ends (`onResponseEnd`).
-export { type HeaderOptions, type HeaderStandard, rateLimitHeaders, stackHeaders } from './http/headers.js'
-export {
-  checkHttpOptions,
-  createHttpLimiter,
-  type FrameworkInfo,
-  factoryMisuse,
-  type HttpLimiter,
-  type HttpLimiterStats,
-  type HttpOutcome,
-  type HttpRateLimitOptions,
-  hasLimitSource,
-  manyMethods,
-  type NodeResponse,
-  onResponseEnd,
-  type RequestErrorAction,
-  type RequestInfo,
-  UNMATCHED_ROUTE,
-  withoutLimitSource,
-} from './http/http-limiter.js'
-export { ipTenant } from './http/ip.js'
 export {
   customBody,
+  factoryMisuse,
+  type HttpOutcome,
   quotaExceededBody,
   type ResponseBody,
   requestErrorBody,
   storeUnavailableBody,
-} from './http/problem.js'
+} from './http/answers.js'
+export { manyMethods, UNMATCHED_ROUTE } from './http/default-route.js'
+export { type HeaderOptions, type HeaderStandard, rateLimitHeaders, stackHeaders } from './http/headers.js'
+export { createHttpLimiter, type HttpLimiter } from './http/http-limiter.js'
+export {
+  checkHttpOptions,
+  type FrameworkInfo,
+  type HttpRateLimitOptions,
+  inlinePolicy,
+  type RequestErrorAction,
+  type RequestInfo,
+} from './http/http-options.js'
+export { ipTenant } from './http/ip.js'
+export { type HttpLimiterStats, type NodeResponse, onResponseEnd } from './http/settle.js'

@@ -4,15 +4,14 @@ import {
   createHttpLimiter,
   type HttpLimiter,
   type HttpRateLimitOptions,
-  hasLimitSource,
   manyMethods,
   onResponseEnd,
   type RequestInfo,
   stackHeaders,
-  withoutLimitSource,
 } from '@fleetlimit/core/http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { hasLimitSource, withoutLimitSource } from './limit-source.js'
 
 /** A route's `config.rateLimit`: its own policy (or policies) instead of the plugin's, or false for none. */
 export type RouteRateLimit = Policy | PolicyOptions | readonly (Policy | PolicyOptions)[] | false

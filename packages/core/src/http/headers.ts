@@ -12,6 +12,8 @@ export interface HeaderOptions {
 }
 
 const seconds = (ms: number) => Math.ceil(ms / 1000)
+/** A wait as Retry-After sends it: whole seconds, rounded up and at least 1, so never earlier than allowed. */
+export const retryAfterSeconds = (ms: number) => Math.max(1, seconds(ms))
 /** Seconds until the decision changes for the client: its wait when denied, the window's reset when admitted. */
 const resetOf = (d: Decision) => seconds(d.allowed ? d.resetMs : d.retryAfterMs)
 const windowOf = (d: Decision, options: HeaderOptions) => seconds(options.windows.get(d.policy) ?? 0)
@@ -37,7 +39,7 @@ function list(
  */
 export function rateLimitHeaders(decision: Decision, options: HeaderOptions): Record<string, string> {
   const headers: Record<string, string> = {}
-  if (!decision.allowed) headers['retry-after'] = String(Math.max(1, seconds(decision.retryAfterMs)))
+  if (!decision.allowed) headers['retry-after'] = String(retryAfterSeconds(decision.retryAfterMs))
   if (decision.source === 'open') return headers
 
   const all = decision.policies ?? [decision]

@@ -1,0 +1,77 @@
+import type { Logger } from '../limiter/limiter.js'
+import type { FrameworkInfo, RequestInfo } from './http-options.js'
+
+/** Logs a warning of one kind, once; `message` is made only when it is logged. */
+export type WarnOnce = (kind: string, message: () => string) => void
+
+/** A request's value in a log line: quoted and escaped (no forged lines), and short. */
+export const shown = (value: string) => JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value)
+
+/**
+ * The one-time warnings, each kind said once per `warned` set. The message is made only when given: these checks
+ * run on every request. A logger that throws is ignored: a warning must fail no request, nor reject `settle`,
+ * which runs where nothing awaits it.
+ */
+export function createWarnOnce(logger: Logger, warned: Set<string>): WarnOnce {
+  return (kind, message) => {
+    if (warned.has(kind)) return
+    warned.add(kind)
+    try {
+      logger.warn(`fleetlimit: ${message()}`)
+    } catch {
+      // Nowhere left to say it.
+    }
+  }
+}
+
+/** The warnings about a framework's client addresses: only the default tenant depends on them. */
+export interface AddressWarnings {
+  /** Trust-proxy set-ups that put clients in the wrong bucket. */
+  checkProxy(info: RequestInfo): void
+  /** A client address that is not an IP, kept as the tenant as it is. */
+  notAnIp(ip: string): void
+}
+
+export function createAddressWarnings(framework: FrameworkInfo, warnOnce: WarnOnce): AddressWarnings {
+  return {
+    checkProxy(info) {
+      const { name, trustProxyHint } = framework
+      if (info.trustProxy === 'all') {
+        warnOnce(
+          'trust-all',
+          () =>
+            `${name} trusts X-Forwarded-For from any peer, so any client can spoof X-Forwarded-For to pick its own ` +
+            `address and escape its limit. ${framework.trustAllHint} (or pass tenant(req)).`,
+        )
+      } else if (!info.forwardedFor) {
+        return
+      } else if (info.trustProxy === 'none') {
+        warnOnce(
+          'untrusted',
+          () =>
+            `a request carries X-Forwarded-For but ${name} does not trust a proxy, so every client behind the ` +
+            `proxy shares one limit. ${trustProxyHint}, or pass tenant(req).`,
+        )
+      } else if (info.ip !== undefined && info.ip === info.peerAddress) {
+        // Set to trust some proxy, yet the client address is the peer's own: this peer is not one it trusts.
+        const peer = info.ip
+        warnOnce(
+          'untrusted-peer',
+          () =>
+            `a request carries X-Forwarded-For from ${shown(peer)}, which ${name} does not trust as a proxy, so ` +
+            `that address is the client. If it is your proxy, every client behind it shares one limit. ` +
+            `${trustProxyHint}, or pass tenant(req).`,
+        )
+      }
+    },
+    notAnIp(ip) {
+      warnOnce(
+        'not-an-ip',
+        () =>
+          `the client address ${shown(ip)} that ${framework.name} reports is not an IP address, so it is the ` +
+          `tenant as it is, and a client that can vary it escapes its limit. Check what your proxy sends in ` +
+          `X-Forwarded-For and which proxies ${framework.name} trusts, or pass tenant(req).`,
+      )
+    },
+  }
+}
