@@ -1,5 +1,6 @@
 import type { Emitter } from '../common/emitter.js'
 import { StoreError } from '../common/errors.js'
+import { replyCode } from '../store/server-failure.js'
 import type { Store } from '../store/store.js'
 import { type Deadline, DeadlineExceeded, guardedCall, ShortCircuit } from './guarded-call.js'
 import type { LimiterEvents, Logger } from './limiter.js'
@@ -82,13 +83,23 @@ export function createStoreCaller(
         cause: clientError ?? error,
         retryAfterMs,
       })
-      if (failuresThisOutage++ === 0)
-        logger.warn(`fleetlimit: ${reason}; policy "${policyName}" is ${mode} until it recovers.`)
+      if (failuresThisOutage++ === 0) {
+        const until = refusedLogin(clientError ?? error)
+          ? `: Redis refused the client's credentials, which does not pass by itself; fix the password or username in the client's options (its auth, or the URL)`
+          : ' until it recovers'
+        logger.warn(`fleetlimit: ${reason}; policy "${policyName}" is ${mode}${until}.`)
+      }
       events.emit('storeError', failure, kind)
       return failure
     },
     stats: () => ({ ...counters }),
   }
+}
+
+/** A refused login (WRONGPASS, NOAUTH, or an older server's "ERR invalid password"): no retry fixes it. */
+function refusedLogin(error: unknown): boolean {
+  const code = replyCode(error)
+  return code === 'WRONGPASS' || code === 'NOAUTH' || (code === 'ERR' && /invalid password/i.test(messageOf(error)))
 }
 
 /** An error's message without our prefix or a closing full stop, to be quoted inside a sentence. */
