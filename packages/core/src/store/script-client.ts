@@ -169,20 +169,19 @@ function ioredisAdapter(client: IoredisClient): ClientAdapter {
   }
 }
 
-/**
- * Listening for errors stops ioredis's own "Unhandled error event" print, so it is printed here as ioredis would
- * while no one else listens.
- */
+/** Listening for errors stops ioredis's own "Unhandled error event" print: outages are printed here instead. */
 function watchIoredis(client: IoredisClient): ConnectionWatch {
   let last: unknown
   let readyAt = client.status === 'ready' ? performance.now() : undefined
+  const printer = createOutagePrinter(client, 'ioredis')
   client.on('error', (error: unknown) => {
     last = error
-    if (client.listenerCount('error') === 1) console.error('[ioredis] Unhandled error event:', (error as Error)?.stack)
+    printer.error(error)
   })
   client.on('ready', () => {
     readyAt = performance.now()
     last = undefined
+    printer.ready()
   })
   // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
   const connected = () => !DISCONNECTED.has(client.status)
@@ -300,11 +299,12 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
   let last: unknown
   let readyAt = client.isReady ? performance.now() : undefined
   let lost = false
+  const printer = createOutagePrinter(client, 'node-redis')
   client.on('error', (error: unknown) => {
     last = asIoredisError(error)
     // An error while not ready is a failed or lost connection (a reply error while ready, say of a PING, is not).
     if (!client.isReady) lost = true
-    printUnhandled(client, error)
+    printer.error(error)
   })
   client.on('reconnecting', () => {
     lost = true
@@ -316,6 +316,7 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
     readyAt = performance.now()
     last = undefined
     lost = false
+    printer.ready()
   })
   // Before connect() (isOpen false) a command is refused at once: not connected.
   const connected = () => client.isReady || (client.isOpen && !lost)
@@ -338,14 +339,16 @@ function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => numbe
   // node-redis 5 opens (isOpen) before it knows the slots; it fills `masters` as it fills them.
   const ready = () => cluster.isReady ?? (cluster.isOpen && cluster.masters.length > 0)
   let readyAt = ready() ? performance.now() : undefined
+  const printer = createOutagePrinter(cluster, 'node-redis')
   cluster.on('error', (error: unknown) => {
     last = asIoredisError(error)
-    printUnhandled(cluster, error)
+    printer.error(error)
   })
   // node-redis 6 says 'connect' once the slots are known; 5 says nothing, so readiness is noted when first seen.
   cluster.on('connect', () => {
     readyAt = performance.now()
     last = undefined
+    printer.ready()
   })
   const connected = () => {
     const now = ready()
@@ -359,11 +362,36 @@ function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => numbe
   }
 }
 
-// node-redis expects an 'error' listener and crashes the process without one; with ours, say what it would hide.
-function printUnhandled(emitter: NodeRedisEmitter, error: unknown): void {
-  if (emitter.listenerCount('error') === 1) {
-    console.error("[fleetlimit] 'error' event of a node-redis client with no listener of its own:", error)
+/**
+ * What a client with no 'error' listener of its own would hide (node-redis would crash, ioredis print each
+ * error): one line when an outage starts, and one when the client is ready again. Errors in between, one per
+ * reconnect attempt, are counted, not printed.
+ */
+function createOutagePrinter(emitter: { listenerCount(event: string): number }, library: string) {
+  let errors = 0
+  return {
+    error(error: unknown) {
+      if (emitter.listenerCount('error') !== 1) return
+      if (errors++ === 0) {
+        console.error(
+          `[fleetlimit] ${library} client error: ${oneLine(error)} (further errors are counted until it is ready)`,
+        )
+      }
+    },
+    ready() {
+      if (errors === 0) return
+      console.error(`[fleetlimit] ${library} client ready again, after ${errors} error${errors === 1 ? '' : 's'}`)
+      errors = 0
+    },
   }
+}
+
+/** An error as one line: its message, or its code (a connection refused on several addresses has no message). */
+function oneLine(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const { code } = error as { code?: unknown }
+  const text = error.message || (typeof code === 'string' ? code : error.name)
+  return text.replace(/\s*\n\s*/g, ' ')
 }
 
 // A Redis error reply starts with its code in capitals (ERR, WRONGTYPE, NOSCRIPT, LOADING, …); no error node-redis
