@@ -138,6 +138,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   }
   // One watcher per client, however many stores share it: a store adds no listener of its own.
   const connection = adapter.watch()
+  // A client ready again after a lost connection: open breakers probe at the next call, not after their cool-down.
+  connection.onReady(servers.probeNow)
 
   /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
   const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {

@@ -67,6 +67,11 @@ export interface ConnectionWatch {
   readySince(): number | undefined
   /** The client's last error, which says why it is disconnected. */
   lastError(): unknown
+  /**
+   * Calls `listener` each time the client is ready again after a lost connection. Held weakly: a store dropped
+   * by its limiters is not kept alive by its client.
+   */
+  onReady(listener: () => void): void
 }
 
 /**
@@ -174,6 +179,7 @@ function watchIoredis(client: IoredisClient): ConnectionWatch {
   let last: unknown
   let readyAt = client.status === 'ready' ? performance.now() : undefined
   const printer = createOutagePrinter(client, 'ioredis')
+  const readiness = createReadySignal()
   client.on('error', (error: unknown) => {
     last = error
     printer.error(error)
@@ -182,6 +188,7 @@ function watchIoredis(client: IoredisClient): ConnectionWatch {
     readyAt = performance.now()
     last = undefined
     printer.ready()
+    readiness.fire()
   })
   // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
   const connected = () => !DISCONNECTED.has(client.status)
@@ -192,6 +199,24 @@ function watchIoredis(client: IoredisClient): ConnectionWatch {
       return readyAt === undefined && connected() ? Number.POSITIVE_INFINITY : undefined
     },
     lastError: () => last,
+    onReady: readiness.add,
+  }
+}
+
+/** Listeners held weakly, called when a client is ready again. */
+function createReadySignal() {
+  const listeners = new Set<WeakRef<() => void>>()
+  return {
+    add(listener: () => void) {
+      listeners.add(new WeakRef(listener))
+    },
+    fire() {
+      for (const ref of listeners) {
+        const listener = ref.deref()
+        if (listener) listener()
+        else listeners.delete(ref)
+      }
+    },
   }
 }
 
@@ -300,6 +325,7 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
   let readyAt = client.isReady ? performance.now() : undefined
   let lost = false
   const printer = createOutagePrinter(client, 'node-redis')
+  const readiness = createReadySignal()
   client.on('error', (error: unknown) => {
     last = asIoredisError(error)
     // An error while not ready is a failed or lost connection (a reply error while ready, say of a PING, is not).
@@ -317,6 +343,7 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
     last = undefined
     lost = false
     printer.ready()
+    readiness.fire()
   })
   // Before connect() (isOpen false) a command is refused at once: not connected.
   const connected = () => client.isReady || (client.isOpen && !lost)
@@ -327,6 +354,7 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
       return readyAt === undefined && connected() ? Number.POSITIVE_INFINITY : undefined
     },
     lastError: () => last,
+    onReady: readiness.add,
   }
 }
 
@@ -340,6 +368,7 @@ function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => numbe
   const ready = () => cluster.isReady ?? (cluster.isOpen && cluster.masters.length > 0)
   let readyAt = ready() ? performance.now() : undefined
   const printer = createOutagePrinter(cluster, 'node-redis')
+  const readiness = createReadySignal()
   cluster.on('error', (error: unknown) => {
     last = asIoredisError(error)
     printer.error(error)
@@ -349,6 +378,7 @@ function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => numbe
     readyAt = performance.now()
     last = undefined
     printer.ready()
+    readiness.fire()
   })
   const connected = () => {
     const now = ready()
@@ -359,6 +389,7 @@ function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => numbe
     connected,
     readySince: () => (connected() && readyAt !== undefined ? Math.max(readyAt, heldUntil()) : undefined),
     lastError: () => last,
+    onReady: readiness.add,
   }
 }
 
