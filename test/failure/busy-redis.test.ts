@@ -217,6 +217,8 @@ for (const kind of clientKinds) {
           logger: quiet,
           // Refusals, not deadlines, are what this test is about: a busy machine must not open the breaker.
           timeoutMs: '10s',
+          // No local tier: its subscriber connection (README, the local tier) would count in used_memory.
+          local: false,
         })
         const decisions = await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.consume(`tenant-${i}`)))
         expect(decisions.filter((d) => d.source !== 'fallback')).to.deep.equal([])

@@ -148,7 +148,7 @@ export interface RateLimiter {
   refund(decision: Decision): Promise<RefundResult>
   /**
    * Denies every call on the key, in every process, for `ms` (ms or a duration string): `retryAfterMs` is the pause
-   * left. A longer pause in place stays. In other processes, leases already granted are used until they expire.
+   * left. A longer pause in place stays. Other processes drop their cached denials and leases of the key on its message.
    */
   pause(key: KeyInput, ms: number | string): Promise<void>
   stats(): LimiterStats
