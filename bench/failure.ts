@@ -1,15 +1,24 @@
-// Failure part: what a DEFAULT ioredis client and fleetlimit's defaults (timeoutMs 100, breaker of 5
-// failures and 1 s cool-down) cost the caller while Redis is killed or frozen, and how soon decisions
-// return to the store when it comes back.
+// Failure part: what an ioredis client (with the defaults, and with the README's options) and fleetlimit's
+// defaults (timeoutMs 100, breaker of 5 failures and 1 s cool-down) cost the caller while Redis is killed or
+// frozen, and how soon decisions return to the store when it comes back.
 import { once } from 'node:events'
 import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
 import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { sleep } from '@fleetlimit/test-kit/sleep'
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import type { PartResult } from './run.js'
 
 const LOAD = 20 // concurrent callers
 const TIMEOUT_MS = 100
+
+// The client options the README gives for a quick return ("When Redis is unavailable").
+const README_OPTIONS: RedisOptions = {
+  maxRetriesPerRequest: 1,
+  retryStrategy: () => 100,
+  connectTimeout: 1_000,
+}
+const CLIENTS = { default: {}, readme: README_OPTIONS } as const
+type ClientName = keyof typeof CLIENTS
 
 interface Sample {
   readonly at: number
@@ -48,9 +57,13 @@ function load(limiter: RateLimiter) {
   }
 }
 
-async function scenario(kind: 'kill' | 'freeze', { warmupMs, faultMs }: Required<FailureOptions>) {
+async function scenario(
+  kind: 'kill' | 'freeze',
+  clientName: ClientName,
+  { warmupMs, faultMs }: Required<FailureOptions>,
+) {
   let server: RedisServer = await startRedisServer()
-  const client = new Redis(server.url) // the defaults: offline queue on, 20 retries per request
+  const client = new Redis(server.url, CLIENTS[clientName])
   client.on('error', () => {})
   await once(client, 'ready')
   const limiter = createRateLimiter({
@@ -95,6 +108,7 @@ async function scenario(kind: 'kill' | 'freeze', { warmupMs, faultMs }: Required
   const firstStore = running.samples.find((s) => s.at > backAt && s.source === 'store')
   return {
     kind,
+    client: clientName,
     decisionsDuringFault: during.length,
     slowestMs: during.reduce((most, s) => Math.max(most, s.ms), 0),
     p50Ms: quantile(
@@ -121,19 +135,31 @@ export interface FailureOptions {
 
 export async function failure({ warmupMs = 1_000, faultMs = 2_500 }: FailureOptions = {}): Promise<PartResult> {
   const sizes = { warmupMs, faultMs }
-  const results = [await scenario('kill', sizes), await scenario('freeze', sizes)]
-  const later = `${faultMs / 1000} s later`
+  const results = []
+  // A longer outage too: a default ioredis client backs off to a reconnect attempt every 2 s.
+  const faults = [
+    { kind: 'kill', faultMs },
+    { kind: 'freeze', faultMs },
+    { kind: 'kill', faultMs: 4 * faultMs },
+  ] as const
+  for (const clientName of Object.keys(CLIENTS) as ClientName[]) {
+    for (const fault of faults) {
+      const result = await scenario(fault.kind, clientName, { ...sizes, faultMs: fault.faultMs })
+      results.push({ ...result, faultMs: fault.faultMs })
+    }
+  }
   const rows = results.map(
     (r) =>
-      `| ${r.kind === 'kill' ? `kill -9, restart ${later}` : `SIGSTOP, SIGCONT ${later}`} | ${r.decisionsDuringFault} | ` +
+      `| ${r.kind === 'kill' ? 'kill -9, restart' : 'SIGSTOP, SIGCONT'} ${r.faultMs / 1000} s later | ${r.client} | ${r.decisionsDuringFault} | ` +
       `${r.slowestMs.toFixed(1)} | ${r.p50Ms.toFixed(3)} | ${r.p99Ms.toFixed(1)} | ${r.breakerOpenDecisionsPerSecond.toLocaleString('en')} | ` +
       `${r.sentWhileBreakerOpen} | ${r.backToStoreMs === null ? 'never' : r.backToStoreMs.toFixed(0)} |`,
   )
   const markdown = [
-    `fail-closed policy, timeoutMs ${TIMEOUT_MS}, default breaker (5 failures, 1 s cool-down), default ioredis client, ${LOAD} concurrent callers.`,
+    `fail-closed policy, timeoutMs ${TIMEOUT_MS}, default breaker (5 failures, 1 s cool-down), ${LOAD} concurrent callers; ` +
+      `ioredis client with its defaults, or with the README's options (${JSON.stringify({ ...README_OPTIONS, retryStrategy: '() => 100' })}).`,
     '',
-    '| fault | decisions during the fault | slowest (ms) | p50 (ms) | p99 (ms) | decisions/s of one caller, breaker open | store calls sent while open | back to the store after the server returns (ms) |',
-    '|---|---|---|---|---|---|---|---|',
+    '| fault | client | decisions during the fault | slowest (ms) | p50 (ms) | p99 (ms) | decisions/s of one caller, breaker open | store calls sent while open | back to the store after the server returns (ms) |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n')

@@ -40,7 +40,8 @@ process.once('message', async (config: WorkerConfig) => {
       await send({ type: 'pause', worker: config.worker, ms: Number(ms) })
     },
   }
-  const upstream = limitedFetch(reporting, { key: 'api.upstream.test', maxWaitMs: '10s' })
+  // transitMs: a wrapper is not a limiter limitedFetch can look into, so the default transit is given explicitly.
+  const upstream = limitedFetch(reporting, { key: 'api.upstream.test', maxWaitMs: '10s', transitMs: '100ms' })
 
   if (redis.status !== 'ready') await once(redis, 'ready')
   await (await fetch(`${config.upstreamUrl}/warmup`)).arrayBuffer()

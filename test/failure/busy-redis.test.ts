@@ -217,6 +217,8 @@ for (const kind of clientKinds) {
           logger: quiet,
           // Refusals, not deadlines, are what this test is about: a busy machine must not open the breaker.
           timeoutMs: '10s',
+          // No local tier: its subscriber connection (README, the local tier) would count in used_memory.
+          local: false,
         })
         const decisions = await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.consume(`tenant-${i}`)))
         expect(decisions.filter((d) => d.source !== 'fallback')).to.deep.equal([])
@@ -244,7 +246,7 @@ for (const kind of clientKinds) {
   describe(`a wrong password says so (${kind.name})`, function () {
     this.timeout(60_000)
 
-    it('the warning and the StoreError carry the client’s last error (WRONGPASS), quoted cleanly', async () => {
+    it('the warning and the StoreError carry the client’s last error (WRONGPASS), quoted cleanly, and the warning says it will not pass by itself', async () => {
       const server = await startRedisServer(['--requirepass', 'secret'])
       const client = kind.open(server.url.replace('redis://', 'redis://:wrong@'))
       // node-redis gives no sign of the attempts that failed before a store watched it, and sends a command while a
@@ -267,6 +269,9 @@ for (const kind of clientKinds) {
         expect(warnings).to.have.length(1)
         expect(warnings[0]).to.match(/WRONGPASS/)
         expect(warnings[0]).not.to.include('.;')
+        // A refused login never passes by itself: the line names the credentials and promises no recovery.
+        expect(warnings[0]).to.include("Redis refused the client's credentials, which does not pass by itself")
+        expect(warnings[0]).not.to.include('until it recovers')
       } finally {
         client.close()
         await server.stop()

@@ -42,6 +42,25 @@ describe('circuit breaker (injected clock)', () => {
     expect(breaker.tryAcquire()).to.equal(true)
   })
 
+  it('probeNow lets an open breaker probe at once; it does nothing to a closed or half-open one', () => {
+    let now = 0
+    const breaker = createCircuitBreaker({ failureThreshold: 1, cooldownMs: 1_000 }, () => now)
+    breaker.probeNow()
+    expect(breaker.state).to.equal('closed')
+    breaker.failure()
+    now = 10
+    expect(breaker.tryAcquire(), 'in the cool-down').to.equal(false)
+    breaker.probeNow()
+    expect(breaker.msUntilProbe()).to.equal(0)
+    expect(breaker.tryAcquire(), 'the probe').to.equal(true)
+    expect(breaker.state).to.equal('half-open')
+    breaker.probeNow()
+    expect(breaker.tryAcquire(), 'still one probe at a time').to.equal(false)
+    breaker.failure()
+    expect(breaker.msUntilProbe(), 'a failed probe waits a full cool-down again').to.equal(1_000)
+    expect(breaker.openings).to.equal(1)
+  })
+
   it('rejects invalid thresholds with a coded error', () => {
     expect(() => createCircuitBreaker({ failureThreshold: 0 })).to.throw(/breaker.failureThreshold/)
     expect(() => createCircuitBreaker({ cooldownMs: -1 })).to.throw(/breaker.cooldownMs/)

@@ -9,6 +9,7 @@ import { clientKinds, type TestClient } from '../support/redis.js'
 
 const TIMEOUT_MS = 100
 const COOLDOWN_MS = 300
+const quiet = { warn() {}, info() {} }
 
 // Each client library on the same faults: `redis.client` (ioredis) sets the scene, `tested` is the store's client.
 for (const kind of clientKinds) {
@@ -136,6 +137,49 @@ for (const kind of clientKinds) {
       await sleep(COOLDOWN_MS)
       expect((await limiter.consume('tenant')).source).to.equal('store')
       expect(events.breakerClose).to.equal(1)
+    })
+
+    // A cool-down of 10 minutes: only the server's signs of life can close the breaker within the test.
+    const patientLimiter = () => {
+      const store = redisStore(tested.client, { breaker: { failureThreshold: 3, cooldownMs: 600_000 } })
+      const limiter = createRateLimiter({ store, limit: 1_000, window: '10s', timeoutMs: TIMEOUT_MS, logger: quiet })
+      return { limiter, events: countEvents(limiter) }
+    }
+
+    it('restart: the breaker probes when the client is ready again, not at the end of its cool-down', async () => {
+      const { limiter, events } = patientLimiter()
+      await limiter.consume('tenant')
+      await redis.server.stop()
+      await decideMany(limiter, 20)
+      expect(limiter.breakerState).to.equal('open')
+      const sent = limiter.stats().storeCalls
+      await decideMany(limiter, 20)
+      expect(limiter.stats().storeCalls, 'nothing sent while open').to.equal(sent)
+
+      const ready = tested.nextReady()
+      redis.server = await startRedisServer([], { port: redis.server.port })
+      await ready
+      expect((await limiter.consume('tenant')).source).to.equal('store')
+      expect(limiter.stats().storeCalls, 'one probe').to.equal(sent + 1)
+      expect(events).to.include({ breakerOpen: 1, breakerClose: 1 })
+    })
+
+    it('freeze: the late answers of calls given up make the breaker probe at once after SIGCONT', async () => {
+      const { limiter, events } = patientLimiter()
+      await limiter.consume('tenant')
+      redis.server.freeze()
+      await decideMany(limiter, 20)
+      expect(limiter.breakerState).to.equal('open')
+      const sent = limiter.stats().storeCalls
+
+      redis.server.thaw()
+      // A read on the same connection: its reply comes after the late replies to the calls given up, whose
+      // promise chains have run by the next turn of the event loop.
+      await tested.units('fleetlimit:unrelated')
+      await new Promise((resolve) => setImmediate(resolve))
+      expect((await limiter.consume('tenant')).source).to.equal('store')
+      expect(limiter.stats().storeCalls, 'one probe').to.equal(sent + 1)
+      expect(events).to.include({ breakerOpen: 1, breakerClose: 1 })
     })
 
     it('lost scripts: SCRIPT FLUSH, and a restart with an empty script cache, cost no error', async () => {

@@ -122,8 +122,11 @@ class PendingCall<T> {
   }
 
   readonly settle = (value: T): void => {
-    if (!this.end('ok')) return
     const { guard } = this
+    if (!this.end('ok')) {
+      this.answeredLate()
+      return
+    }
     if (guard) {
       guard.answeredAt = performance.now()
       guard.breaker.success()
@@ -134,7 +137,11 @@ class PendingCall<T> {
   }
 
   readonly fail = (error: unknown): void => {
-    if (!this.end(error instanceof DeadlineExceeded ? 'timeout' : 'error')) return
+    if (!this.end(error instanceof DeadlineExceeded ? 'timeout' : 'error')) {
+      // The store's refusal of a late call (DeadlineExceeded) and an error reply are answers too.
+      if (error instanceof DeadlineExceeded || replyCode(error) !== undefined) this.answeredLate()
+      return
+    }
     const { guard } = this
     if (guard) {
       if (replyCode(error) !== undefined) guard.answeredAt = performance.now()
@@ -171,6 +178,11 @@ class PendingCall<T> {
       this.judge(guard, error)
     }
     this.reject(error)
+  }
+
+  /** The server answered a call given up on: it answers again (a frozen one resumed), so an open breaker probes now. */
+  private answeredLate(): void {
+    this.guard?.breaker.probeNow()
   }
 
   /** What a failed call tells the breaker: a late call while the server answers others says it is up and busy. */

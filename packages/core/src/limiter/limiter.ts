@@ -78,7 +78,7 @@ interface Call {
 }
 
 const CONSUME_OPTIONS = ['cost', 'limit']
-const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal']
+const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal', 'transitMs']
 
 /** A call's own limit: a whole number, or with several policies a map from policy name to limit. */
 export type CallLimit = number | Readonly<Record<string, number>>
@@ -103,6 +103,13 @@ export interface AcquireOptions extends ConsumeOptions {
   maxWaitMs?: number | string
   /** Stops waiting: the promise rejects with the signal's reason. */
   signal?: AbortSignal
+  /**
+   * How long the admitted call may take to be counted where it goes (an upstream that counts requests as they
+   * arrive), in ms or as a duration: its units count from the admission until this long plus a window, so that
+   * arrivals bunched by the network stay within a quota of the same limit and window. One sliding-log policy
+   * without `blockFor` only. Default 0.
+   */
+  transitMs?: number | string
 }
 
 export interface LimiterStats {
@@ -196,7 +203,7 @@ export interface RateLimiter {
   refund(decision: Decision): Promise<RefundResult>
   /**
    * Denies every call on the key, in every process, for `ms` (ms or a duration string): `retryAfterMs` is the pause
-   * left. A longer pause in place stays. In other processes, leases already granted are used until they expire.
+   * left. A longer pause in place stays. Other processes drop their cached denials and leases of the key on its message.
    */
   pause(key: KeyInput, ms: number | string): Promise<void>
   stats(): LimiterStats
@@ -525,7 +532,33 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
   // An admission whose waiter gave up is refunded; a failure is logged once an outage (StoreCaller.failure).
   const refundUnused = (decision: Decision) => void refund(decision).catch(() => {})
-  const acquireInQueue = createAcquireQueue(decide, { maxQueue: config.maxQueue, refund: refundUnused })
+
+  /**
+   * An admission whose units count `transitMs` longer: one lease of exactly its cost, recorded at now + transitMs
+   * (see Lease), which the local tier never serves from.
+   */
+  async function decideInTransit(window: Window, cost: number, transitMs: number): Promise<Decision> {
+    const { key, limit } = window
+    const request = { key, limit, windowMs: first.window, want: cost, min: cost, waitFor: cost, ttlMs: transitMs }
+    const lease = store.lease as NonNullable<Store['lease']>
+    let result: Awaited<ReturnType<typeof lease>>
+    try {
+      result = await caller.ask(key, (deadline) => lease(request, deadline))
+    } catch (error) {
+      return degrade([window], cost, error)
+    }
+    const decision = decisionOf(result, window)
+    if (result.lease.granted === 0) return count(decision)
+    return count(decision, leaseReceipt(key, key, result.lease, cost))
+  }
+
+  const acquireInQueue = createAcquireQueue(
+    (target: { windows: readonly Window[]; transitMs: number }, cost: number) =>
+      target.transitMs > 0
+        ? decideInTransit(target.windows[0] as Window, cost, target.transitMs)
+        : decide(target.windows, cost),
+    { maxQueue: config.maxQueue, refund: refundUnused },
+  )
 
   return {
     policy: first,
@@ -556,7 +589,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       }
       // One queue per key and limits: its batches share what the store reported under those limits.
       const id = options?.limit === undefined ? idOf(windows) : `${idOf(windows)}#${limitsTag(windows)}`
-      return acquireInQueue(id, windows, cost, maxWaitMs, signal)
+      const transitMs =
+        options?.transitMs === undefined ? 0 : parseDuration(options.transitMs, 'transitMs', { max: first.window })
+      if (transitMs > 0 && !(leasable && store.lease)) {
+        throw new OptionError(
+          'transitMs',
+          options?.transitMs,
+          'a limiter of one sliding-log policy without blockFor (give a longer window as the margin instead)',
+        )
+      }
+      return acquireInQueue(transitMs > 0 ? `${id}#transit` : id, { windows, transitMs }, cost, maxWaitMs, signal)
     },
     async peek(key, options) {
       if (options !== undefined) checkOptionNames(options, 'options', ['limit'])

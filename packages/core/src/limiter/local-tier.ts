@@ -96,6 +96,11 @@ export interface LocalTier {
     limit: number,
   ): void
   forget(id: string): void
+  /**
+   * Keys reset or held in some process (undefined: any key): their cached denials and leases go, and answers to
+   * questions sent before now are not cached. The store calls it (Store.onKeyChange); tests may too.
+   */
+  keysChanged(keys: readonly string[] | undefined): void
   /** Drops a cached denial of the key (units were refunded: the store may admit again). */
   forgetDenial(id: string): void
   readonly now: () => number
@@ -152,6 +157,11 @@ export function createLocalTier(
   // Per key: the recent rate of units asked for, and when the store last denied it (a saturated key).
   const rates = new Map<string, { units: number; at: number; deniedAt: number }>()
   const bound = Math.max(config.denyCacheSize, 1_000)
+  // When a key last changed in the store (a reset or a hold, in any process): a store answer to a question sent
+  // before it may predate the change, so it is not cached. Any key's change counts: they are rare.
+  let changedAt = Number.NEGATIVE_INFINITY
+  // Ids of several keys (several policies, keys joined by spaces) seen: a change of one key drops them too.
+  let compoundIds = false
 
   function touch<V>(map: Map<string, V>, id: string, value: V, max: number) {
     map.delete(id)
@@ -176,6 +186,9 @@ export function createLocalTier(
       () => {},
     )
   }
+
+  // Resets and pauses made in any process reach this tier: held weakly by the store, kept alive by the tier.
+  if (config.denyCacheSize > 0 || config.lease !== false) store.onKeyChange?.(keysChanged)
 
   /** A decision `elapsed` ms on, from `source`: one new object, no spread, its fields in the decision's order. */
   function age(decision: Decision, elapsed: number, source: Decision['source']): Decision {
@@ -264,7 +277,8 @@ export function createLocalTier(
       if (decision.allowed || decision.retryAfterMs <= 0) return
       const rate = rates.get(id)
       if (rate) rate.deniedAt = sentAt
-      if (config.denyCacheSize === 0) return
+      if (config.denyCacheSize === 0 || sentAt <= changedAt) return
+      compoundIds ||= id.includes(' ')
       const entry = { until: sentAt + decision.retryAfterMs, cost, limits, decision, at: sentAt }
       touch(denials, id, entry, config.denyCacheSize)
     },
@@ -287,6 +301,11 @@ export function createLocalTier(
         used: cost,
         timer: undefined,
       }
+      // Asked before the key last changed: its units may be gone (a reset), so none is used here.
+      if (sentAt <= changedAt) {
+        expire(id, entry)
+        return
+      }
       if (lease.granted > cost) {
         entry.timer = startTimer(() => expire(id, entry), entry.expiresAt - now(), { unref: true })
       }
@@ -295,10 +314,28 @@ export function createLocalTier(
     forgetDenial(id) {
       denials.delete(id)
     },
-    forget(id) {
-      denials.delete(id)
-      const lease = leases.get(id)
-      if (lease) expire(id, lease)
-    },
+    forget,
+    keysChanged,
+  }
+
+  function forget(id: string) {
+    denials.delete(id)
+    const lease = leases.get(id)
+    if (lease) expire(id, lease)
+  }
+
+  function keysChanged(keys: readonly string[] | undefined) {
+    changedAt = now()
+    if (keys === undefined) {
+      denials.clear()
+      for (const [id, lease] of leases) expire(id, lease)
+      return
+    }
+    for (const key of keys) forget(key)
+    if (!compoundIds) return
+    const changed = new Set(keys)
+    for (const id of denials.keys()) {
+      if (id.includes(' ') && id.split(' ').some((key) => changed.has(key))) denials.delete(id)
+    }
   }
 }

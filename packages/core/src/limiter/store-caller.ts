@@ -147,8 +147,12 @@ export function createStoreCaller(
         if (refundFailuresThisOutage++ === 0) logger.warn(failure.message)
       } else {
         failure = new StoreError(`the store failed a decision for policy "${policyName}": ${reason}`, options)
-        if (failuresThisOutage++ === 0)
-          logger.warn(`fleetlimit: ${reason}; policy "${policyName}" is ${mode} until it recovers.`)
+        if (failuresThisOutage++ === 0) {
+          const until = refusedLogin(clientError ?? error)
+            ? `: Redis refused the client's credentials, which does not pass by itself; fix the password or username in the client's options (its auth, or the URL)`
+            : ' until it recovers'
+          logger.warn(`fleetlimit: ${reason}; policy "${policyName}" is ${mode}${until}.`)
+        }
       }
       events.emit('storeError', failure, kind)
       return failure
@@ -169,6 +173,12 @@ function refundFailure(policyName: string, reason: string, unknown: boolean, uni
     ? `it may or may not have been applied, so ${them} may still count ${leave}; refund(decision) again applies it at most once`
     : `it was not applied: ${them} still ${one ? 'counts' : 'count'} ${leave}, unless refund(decision) is tried again`
   return `the store did not confirm a refund for policy "${policyName}" (${reason}); ${left}.`
+}
+
+/** A refused login (WRONGPASS, NOAUTH, or an older server's "ERR invalid password"): no retry fixes it. */
+function refusedLogin(error: unknown): boolean {
+  const code = replyCode(error)
+  return code === 'WRONGPASS' || code === 'NOAUTH' || (code === 'ERR' && /invalid password/i.test(messageOf(error)))
 }
 
 /** An error's message without our prefix or a closing full stop, to be quoted inside a sentence. */

@@ -13,7 +13,8 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
 /**
  * Stops calls to a store that keeps failing, so a dead Redis costs microseconds per decision instead of a
  * timeout each. Closed: calls go through, consecutive failures are counted. Open: no call goes through until
- * the cool-down has passed; then one probe does (half-open), and its outcome closes or reopens the breaker.
+ * the cool-down has passed, or until the server shows signs of life (probeNow); then one probe does
+ * (half-open), and its outcome closes or reopens the breaker.
  */
 export interface CircuitBreaker {
   readonly state: BreakerState
@@ -23,6 +24,11 @@ export interface CircuitBreaker {
   tryAcquire(): boolean
   /** The time until a probe may go through: 0 unless open. */
   msUntilProbe(): number
+  /**
+   * The server showed signs of life (its client is ready again, or it answered a call given up on): an open
+   * breaker lets its probe go now instead of at the end of the cool-down.
+   */
+  probeNow(): void
   success(): void
   failure(): void
   /** Subscribes to transitions; returns the unsubscribe function. */
@@ -69,6 +75,9 @@ export function createCircuitBreaker(
     },
     msUntilProbe() {
       return state === 'open' ? Math.max(0, Math.ceil(openedAt + cooldownMs - clock())) : 0
+    },
+    probeNow() {
+      if (state === 'open') openedAt = Number.NEGATIVE_INFINITY
     },
     success() {
       failures = 0

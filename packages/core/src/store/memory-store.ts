@@ -1,5 +1,6 @@
 import { describe, OptionError, StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
+import { createWeakSignal } from '../common/weak-signal.js'
 import { Bucketed } from './bucketed.js'
 import { SlidingLog } from './sliding-log.js'
 import {
@@ -86,6 +87,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   // Refunds applied, by id: until when (clock ms) one sent again is answered 'already-refunded' (past it, none of
   // its units could count). Ended ones are dropped by the sweep.
   const refunds = new Map<string, number>()
+  const changes = createWeakSignal<[readonly string[] | undefined]>()
   let lastSweep = clock()
   // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
   let cursor: Iterator<[string, Entry]> | undefined
@@ -370,11 +372,15 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const now = clock()
       for (const { key } of requests) holdKey(key, now + ms, now)
+      changes.emit(requests.map(({ key }) => key))
     },
     reset: async (key) => {
       entries.delete(key)
       holds.delete(key)
+      changes.emit([key])
     },
+    // Several limiters on this store each have their local tier: a reset or pause through one reaches the others.
+    onKeyChange: changes.add,
     sweep,
     get size() {
       return entries.size

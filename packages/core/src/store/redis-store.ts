@@ -1,5 +1,6 @@
 import { OptionError, StoreError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
+import { createWeakSignal } from '../common/weak-signal.js'
 import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
 import { createCallBatcher } from './call-batcher.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
@@ -18,6 +19,7 @@ import {
   windowsCall,
 } from './sliding-log-call.js'
 import {
+  EVERY_KEY,
   type HoldRequest,
   type LeaseRequest,
   type LeaseResult,
@@ -139,6 +141,17 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   }
   // One watcher per client, however many stores share it: a store adds no listener of its own.
   const connection = adapter.watch()
+  // A client ready again after a lost connection: open breakers probe at the next call, not after their cool-down.
+  connection.onReady(servers.probeNow)
+
+  // Resets and holds are announced on this channel, so that every process's local tier drops what it cached of
+  // the keys; one subscriber connection per client, made when the first local tier listens.
+  const channel = `${prefix}:changed`
+  const changes = createWeakSignal<[readonly string[] | undefined]>()
+  const onMessage = (message: string | undefined) =>
+    changes.emit(message === undefined || message === EVERY_KEY ? undefined : message.split(' '))
+  /** After the change is made: a process that drops its cache on the message then asks the store as changed. */
+  const announce = (keys: readonly string[]) => adapter.publish(channel, keys.join(' '))
 
   /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
   const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {
@@ -223,16 +236,24 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       if (first.buckets !== undefined) {
         // A bucketed window is decided alone, so it is held alone.
         await runner.run(bucketedScript, keys, [1, first.windowMs, first.buckets, ms, 'hold', 0, 0])
-        return
+      } else {
+        const bytes = windowsCall(
+          'z',
+          ms,
+          requests.map(({ windowMs }) => ({ limit: 0, windowMs })),
+        )
+        readSlidingLog(await batcher.run(keys, bytes, 0), 0)
       }
-      const bytes = windowsCall(
-        'z',
-        ms,
-        requests.map(({ windowMs }) => ({ limit: 0, windowMs })),
-      )
-      readSlidingLog(await batcher.run(keys, bytes, 0), 0)
+      await announce(requests.map((request) => request.key))
     },
-    reset: (key) => adapter.del(`${prefix}:${key}`),
+    reset: async (key) => {
+      await adapter.del(`${prefix}:${key}`)
+      await announce([key])
+    },
+    onKeyChange(listener) {
+      if (!changes.used) adapter.subscribe(channel, onMessage)
+      changes.add(listener)
+    },
     isConnected: connection.connected,
     lastError: connection.lastError,
     readySince: connection.readySince,

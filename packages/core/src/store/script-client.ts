@@ -1,3 +1,4 @@
+import { createWeakSignal, type WeakSignal } from '../common/weak-signal.js'
 import { clusterSlot } from './cluster-slot.js'
 import { ReplyError } from './server-failure.js'
 
@@ -67,6 +68,11 @@ export interface ConnectionWatch {
   readySince(): number | undefined
   /** The client's last error, which says why it is disconnected. */
   lastError(): unknown
+  /**
+   * Calls `listener` each time the client is ready again after a lost connection. Held weakly: a store dropped
+   * by its limiters is not kept alive by its client.
+   */
+  onReady(listener: () => void): void
 }
 
 /**
@@ -91,6 +97,15 @@ export interface ClientAdapter {
   serverOf(key: string): string
   /** Starts watching the connection on first call (one set of listeners per client, however many stores share it). */
   watch(): ConnectionWatch
+  /** PUBLISH (on a cluster, to any node: Redis passes a message to every node). */
+  publish(channel: string, message: string): Promise<void>
+  /**
+   * Delivers the channel's messages to `listener`, held weakly, through one subscriber connection per client (a
+   * duplicate of it, made on the first call, closed when the client ends). `undefined` says that messages may have
+   * been missed: the subscriber's connection was lost, and is back. Nothing is delivered when the client cannot
+   * be duplicated.
+   */
+  subscribe(channel: string, listener: (message: string | undefined) => void): void
 }
 
 const adapters = new WeakMap<object, ClientAdapter>()
@@ -166,23 +181,119 @@ function ioredisAdapter(client: IoredisClient): ClientAdapter {
     // ioredis's own slot map: the slot is the tenant's hash tag's, so the prefix (which holds no brace) needs none.
     serverOf: cluster ? (key) => cluster.slots?.[clusterSlot(key)]?.[0] ?? '' : () => '',
     watch: once(() => watchIoredis(client)),
+    publish: async (channel, message) => {
+      await client.call('PUBLISH', channel, message)
+    },
+    subscribe: createSubscriptions(() => ioredisSubscriber(client)),
   }
 }
 
+/** What fleetlimit uses of an ioredis subscriber (a duplicate of the user's client). */
+interface IoredisSubscriber {
+  readonly status: string
+  on(event: string, listener: Listener): unknown
+  connect(): Promise<unknown>
+  subscribe(channel: string): Promise<unknown>
+  disconnect(): void
+}
+
+// How soon a subscriber that lost its connection while the user's client kept its own connects again.
+const SUBSCRIBER_RECONNECT_MS = 100
+
 /**
- * Listening for errors stops ioredis's own "Unhandled error event" print, so it is printed here as ioredis would
- * while no one else listens.
+ * The subscriber never reconnects by itself (ioredis's own retries would outlive a client closed while it was
+ * reconnecting, which says nothing): it connects again when the user's client is ready again, or shortly after
+ * losing its connection while the client is ready, and subscribes anew.
  */
+function ioredisSubscriber(client: IoredisClient): Subscriber | undefined {
+  const duplicate = (client as { duplicate?: (...args: unknown[]) => IoredisSubscriber }).duplicate
+  // A cluster's subscriber would need its own life cycle per node: single servers only (README, the local tier).
+  if (typeof duplicate !== 'function' || client.status === 'end' || client.isCluster) return undefined
+  const sub = duplicate.call(client, { retryStrategy: () => null })
+  // The user's client reports an outage: the subscriber's errors would say it again.
+  sub.on('error', () => {})
+  const channels: string[] = []
+  let closed = false
+  client.on('end', () => {
+    closed = true
+    sub.disconnect()
+  })
+  return {
+    listen(deliver, missed) {
+      sub.on('message', (channel: unknown, message: unknown) => deliver(String(channel), String(message)))
+      const reconnect = () => {
+        if (closed || sub.status !== 'end') return
+        sub
+          .connect()
+          .then(() => Promise.all(channels.map((channel) => sub.subscribe(channel))))
+          .then(missed, () => {})
+      }
+      client.on('ready', reconnect)
+      sub.on('end', () => {
+        if (client.status === 'ready') setTimeout(reconnect, SUBSCRIBER_RECONNECT_MS).unref()
+      })
+    },
+    add: (channel) => {
+      channels.push(channel)
+      sub.subscribe(channel).catch(() => {})
+    },
+  }
+}
+
+/** Calls `missed` on every 'ready' after the first: a connection lost and made again. */
+function onReadyAgain(emitter: { on(event: string, listener: Listener): unknown }, missed: () => void): void {
+  let readyBefore = false
+  emitter.on('ready', () => {
+    if (readyBefore) missed()
+    readyBefore = true
+  })
+}
+
+/** One subscriber connection, as each library makes it. */
+interface Subscriber {
+  listen(deliver: (channel: string, message: string) => void, missed: () => void): void
+  add(channel: string): void
+}
+
+/** The subscribe() of an adapter: one connection, made on the first call; listeners per channel, held weakly. */
+function createSubscriptions(open: () => Subscriber | undefined): ClientAdapter['subscribe'] {
+  const channels = new Map<string, WeakSignal<[string | undefined]>>()
+  let subscriber: Subscriber | undefined | null = null
+  return (channel, listener) => {
+    let signal = channels.get(channel)
+    if (!signal) {
+      signal = createWeakSignal()
+      channels.set(channel, signal)
+      if (subscriber === null) {
+        subscriber = open()
+        subscriber?.listen(
+          (from, message) => channels.get(from)?.emit(message),
+          () => {
+            for (const each of channels.values()) each.emit(undefined)
+          },
+        )
+      }
+      subscriber?.add(channel)
+    }
+    signal.add(listener)
+  }
+}
+
+/** Listening for errors stops ioredis's own "Unhandled error event" print: outages are printed here instead. */
 function watchIoredis(client: IoredisClient): ConnectionWatch {
   let last: unknown
   let readyAt = client.status === 'ready' ? performance.now() : undefined
+  const printer = createOutagePrinter(client, 'ioredis')
+  const readiness = createWeakSignal<[]>()
   client.on('error', (error: unknown) => {
     last = error
-    if (client.listenerCount('error') === 1) console.error('[ioredis] Unhandled error event:', (error as Error)?.stack)
+    printer.error(error)
   })
   client.on('ready', () => {
     readyAt = performance.now()
     last = undefined
+    printer.ready()
+    readiness.emit()
   })
   // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
   const connected = () => !DISCONNECTED.has(client.status)
@@ -193,6 +304,7 @@ function watchIoredis(client: IoredisClient): ConnectionWatch {
       return readyAt === undefined && connected() ? Number.POSITIVE_INFINITY : undefined
     },
     lastError: () => last,
+    onReady: readiness.add,
   }
 }
 
@@ -265,6 +377,42 @@ function nodeRedisClientAdapter(client: NodeRedisClient): ClientAdapter {
     },
     serverOf: () => '',
     watch: once(() => watchNodeRedisClient(client, writes.heldUntil)),
+    publish: async (channel, message) => {
+      await send(['PUBLISH', channel, message], DEFAULT)
+    },
+    subscribe: createSubscriptions(() => nodeRedisSubscriber(client)),
+  }
+}
+
+/** What fleetlimit uses of a node-redis subscriber (a duplicate of the user's client or cluster). */
+interface NodeRedisSubscriber {
+  readonly isOpen: boolean
+  on(event: string, listener: Listener): unknown
+  connect(): Promise<unknown>
+  subscribe(channel: string, listener: (message: string) => void): Promise<unknown>
+  destroy(): void
+}
+
+function nodeRedisSubscriber(client: NodeRedisClient): Subscriber | undefined {
+  const duplicate = (client as { duplicate?: () => NodeRedisSubscriber }).duplicate
+  if (typeof duplicate !== 'function' || !client.isOpen) return undefined
+  const sub = duplicate.call(client)
+  // The user's client reports an outage: the subscriber's errors would say it again (and crash unheard).
+  sub.on('error', () => {})
+  const connected = sub.connect()
+  connected.catch(() => {})
+  client.on('end', () => {
+    if (sub.isOpen) sub.destroy()
+  })
+  let deliver: (channel: string, message: string) => void = () => {}
+  return {
+    listen(to, missed) {
+      deliver = to
+      onReadyAgain(sub, missed)
+    },
+    add: (channel) => {
+      connected.then(() => sub.subscribe(channel, (message) => deliver(channel, message))).catch(() => {})
+    },
   }
 }
 
@@ -289,6 +437,12 @@ function nodeRedisClusterAdapter(cluster: NodeRedisCluster): ClientAdapter {
     },
     serverOf: (key) => cluster.slots[clusterSlot(key)]?.master.address ?? '',
     watch: once(() => watchNodeRedisCluster(cluster, writes.heldUntil)),
+    publish: async (channel, message) => {
+      await send(undefined, ['PUBLISH', channel, message], DEFAULT)
+    },
+    // A cluster's subscriber would need its own life cycle per node: resets reach other processes' local tiers
+    // on a single server only (README, the local tier).
+    subscribe: () => {},
   }
 }
 
@@ -300,11 +454,13 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
   let last: unknown
   let readyAt = client.isReady ? performance.now() : undefined
   let lost = false
+  const printer = createOutagePrinter(client, 'node-redis')
+  const readiness = createWeakSignal<[]>()
   client.on('error', (error: unknown) => {
     last = asIoredisError(error)
     // An error while not ready is a failed or lost connection (a reply error while ready, say of a PING, is not).
     if (!client.isReady) lost = true
-    printUnhandled(client, error)
+    printer.error(error)
   })
   client.on('reconnecting', () => {
     lost = true
@@ -316,6 +472,8 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
     readyAt = performance.now()
     last = undefined
     lost = false
+    printer.ready()
+    readiness.emit()
   })
   // Before connect() (isOpen false) a command is refused at once: not connected.
   const connected = () => client.isReady || (client.isOpen && !lost)
@@ -326,6 +484,7 @@ function watchNodeRedisClient(client: NodeRedisClient, heldUntil: () => number):
       return readyAt === undefined && connected() ? Number.POSITIVE_INFINITY : undefined
     },
     lastError: () => last,
+    onReady: readiness.add,
   }
 }
 
@@ -338,14 +497,18 @@ function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => numbe
   // node-redis 5 opens (isOpen) before it knows the slots; it fills `masters` as it fills them.
   const ready = () => cluster.isReady ?? (cluster.isOpen && cluster.masters.length > 0)
   let readyAt = ready() ? performance.now() : undefined
+  const printer = createOutagePrinter(cluster, 'node-redis')
+  const readiness = createWeakSignal<[]>()
   cluster.on('error', (error: unknown) => {
     last = asIoredisError(error)
-    printUnhandled(cluster, error)
+    printer.error(error)
   })
   // node-redis 6 says 'connect' once the slots are known; 5 says nothing, so readiness is noted when first seen.
   cluster.on('connect', () => {
     readyAt = performance.now()
     last = undefined
+    printer.ready()
+    readiness.emit()
   })
   const connected = () => {
     const now = ready()
@@ -356,14 +519,40 @@ function watchNodeRedisCluster(cluster: NodeRedisCluster, heldUntil: () => numbe
     connected,
     readySince: () => (connected() && readyAt !== undefined ? Math.max(readyAt, heldUntil()) : undefined),
     lastError: () => last,
+    onReady: readiness.add,
   }
 }
 
-// node-redis expects an 'error' listener and crashes the process without one; with ours, say what it would hide.
-function printUnhandled(emitter: NodeRedisEmitter, error: unknown): void {
-  if (emitter.listenerCount('error') === 1) {
-    console.error("[fleetlimit] 'error' event of a node-redis client with no listener of its own:", error)
+/**
+ * What a client with no 'error' listener of its own would hide (node-redis would crash, ioredis print each
+ * error): one line when an outage starts, and one when the client is ready again. Errors in between, one per
+ * reconnect attempt, are counted, not printed.
+ */
+function createOutagePrinter(emitter: { listenerCount(event: string): number }, library: string) {
+  let errors = 0
+  return {
+    error(error: unknown) {
+      if (emitter.listenerCount('error') !== 1) return
+      if (errors++ === 0) {
+        console.error(
+          `[fleetlimit] ${library} client error: ${oneLine(error)} (further errors are counted until it is ready)`,
+        )
+      }
+    },
+    ready() {
+      if (errors === 0) return
+      console.error(`[fleetlimit] ${library} client ready again, after ${errors} error${errors === 1 ? '' : 's'}`)
+      errors = 0
+    },
   }
+}
+
+/** An error as one line: its message, or its code (a connection refused on several addresses has no message). */
+function oneLine(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const { code } = error as { code?: unknown }
+  const text = error.message || (typeof code === 'string' ? code : error.name)
+  return text.replace(/\s*\n\s*/g, ' ')
 }
 
 // A Redis error reply starts with its code in capitals (ERR, WRONGTYPE, NOSCRIPT, LOADING, …); no error node-redis

@@ -38,6 +38,8 @@ export interface ServerSet {
   readonly openings: number
   /** Any breaker opened, or closed. */
   on(event: 'open' | 'close', listener: () => void): () => void
+  /** The client is ready again: every open breaker probes at its next call (see CircuitBreaker.probeNow). */
+  probeNow(): void
 }
 
 const STATE_ORDER: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 }
@@ -81,5 +83,8 @@ export function createServerSet(
       return openings
     },
     on: events.on,
+    probeNow() {
+      for (const { breaker } of servers.values()) breaker.probeNow()
+    },
   }
 }

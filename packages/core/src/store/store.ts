@@ -134,7 +134,16 @@ export interface Store {
   lastError?(): unknown
   /** For a remote store: the guards (breaker, calls in flight) of its servers, shared by every limiter on it. */
   readonly servers?: ServerSet
+  /**
+   * Tells `listener` (held weakly: its owner keeps it) of every reset and hold of a key made through this store in
+   * any process, with the keys (without the prefix); `undefined` when any key may have changed (a message that
+   * may have been missed, or one an operator sent for every key). What a local tier's cached answers rest on.
+   */
+  onKeyChange?(listener: (keys: readonly string[] | undefined) => void): void
 }
+
+/** The message that says every key may have changed (keys hold no '*' of their own: see keys.ts). */
+export const EVERY_KEY = '*'
 
 export function isStore(value: unknown): value is Store {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[STORE] === true
