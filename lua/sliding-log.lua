@@ -98,6 +98,9 @@ local M32 = 4294967296
 -- A release rewrites the entries recorded after the one it changes: at most this many (more: it releases nothing,
 -- and says so), so that its work stays bounded.
 local MAX_RELEASE_TAIL = 2000
+-- A log is rewritten without its out-of-window entries once at least this many have left and they outnumber the
+-- live ones (the memory store's twin: COMPACT_AT in packages/core/src/store/sliding-log.ts).
+local COMPACT_AT = 64
 -- The entries a hot key's call reads when its window slid past more than the next few (a burst leaving it).
 local LONG_READ = 128
 local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
@@ -295,7 +298,7 @@ for a = 1, args do
             reply = pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
             break
           end
-          if not ((head >= 64 and head * 2 > n) or rel > rebase) then
+          if not ((head >= COMPACT_AT and head * 2 > n) or rel > rebase) then
             local ts = math.max(rel, newest)
             total = (total + units) % M32
             if ts == newest then
@@ -566,7 +569,7 @@ for a = 1, args do
             local n, head, kc = log.n, log.head, log.kc
             local e, entry, rebase = log.form.e, log.form.entry, log.now > log.form.rebase
             -- Out-of-window entries outnumber the live ones (or the base is old): rewrite the log without them.
-            local compact = (head >= 64 and head * 2 > n) or rebase
+            local compact = (head >= COMPACT_AT and head * 2 > n) or rebase
             local merge = ts == log.newest
             log.total = (log.total + count) % M32
             log.newest = ts
