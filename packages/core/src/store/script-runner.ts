@@ -1,4 +1,5 @@
 import { adaptClient, type RedisStoreClient, type ScriptArgument } from './script-client.js'
+import { replyCode } from './server-failure.js'
 
 /** A Lua script as generated from `lua/*.lua`: its source and the sha1 that `SCRIPT LOAD` returns. */
 export interface LuaScript {
@@ -65,12 +66,12 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
       if (!isNoScript(error)) throw error
       if (pending) {
         // Sent behind that EVAL on the same connection: the server kept no script because it refused the EVAL
-        // (out of memory, say), as it would refuse this call's own.
+        // (out of memory, say), as it would refuse this call's own. An EVAL lost with its connection is no answer.
         const refusal = await pending.then(
           () => undefined,
           (reason: unknown) => ({ reason }),
         )
-        if (refusal) throw refusal.reason
+        if (refusal && replyCode(refusal.reason) !== undefined) throw refusal.reason
       }
       // A server that lost its scripts: one call sends EVAL and the others EVALSHA behind it (once; then EVAL).
       if (!loading.has(id)) sent.delete(id)
