@@ -1,5 +1,6 @@
 // Tests run against the TypeScript sources: the '@fleetlimit/source' export condition points each
 // workspace package at src/, and tsx compiles on the fly, so `pnpm test` needs no build first.
+// `pnpm test` runs this (everything, as CI does); test/unit.mocharc.cjs and test/redis.mocharc.cjs run parts.
 module.exports = {
   'node-option': ['conditions=@fleetlimit/source', 'import=tsx'],
   require: ['test/support/root-hooks.ts'],

@@ -17,8 +17,12 @@
 --          counts, in the same run that removes the units; a refund that finds it set removes nothing and replies
 --          { 0, 2, 0, 0, nowUs }
 --
--- Reply: { allowed, remaining, retryAfterMs, resetMs, nowUs }, as sliding-log.lua (-1 past the deadline). A held
+-- Reply: a table { allowed, remaining, retryAfterMs, resetMs, nowUs } (allowed -1 past the deadline). A held
 -- key denies every call, with the wait until the hold ends (or until the cost fits, if later).
+--
+-- Text arguments and a table reply, unlike sliding-log.lua's binary ones: this script decides one window per run,
+-- never a batch of calls, so its few arguments are not where its time goes; a refund is a mode here, where
+-- sliding-log.lua has a release op.
 --
 -- Every bucket that overlaps the window (now - window, now] counts in full, the oldest one included,
 -- so no window of time ever holds more than the limit; the price is some under-admission at bucket

@@ -98,6 +98,9 @@ local M32 = 4294967296
 -- A release rewrites the entries recorded after the one it changes: at most this many (more: it releases nothing,
 -- and says so), so that its work stays bounded.
 local MAX_RELEASE_TAIL = 2000
+-- A log is rewritten without its out-of-window entries once at least this many have left and they outnumber the
+-- live ones (the memory store's twin: COMPACT_AT in packages/core/src/store/sliding-log.ts).
+local COMPACT_AT = 64
 -- The entries a hot key's call reads when its window slid past more than the next few (a burst leaving it).
 local LONG_READ = 128
 local pack, unpack, ceil = struct.pack, struct.unpack, math.ceil
@@ -119,7 +122,7 @@ local s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s
 -- Each call in turn, at the same server time: a call's keys follow the previous call's. An error about a key ends
 -- its call before it writes anything (the general code reads every key before it writes one; the fast path fails on
 -- its first read), so the other calls are decided as if it had been made alone. The fast path is written inline, in
--- the loop: as a closure it cost a lone hot denial about 0.5 µs more.
+-- the loop: a hot denial does too little work to pay for a function call.
 local general, replies
 local k = 1
 for a = 1, args do
@@ -295,7 +298,7 @@ for a = 1, args do
             reply = pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
             break
           end
-          if not ((head >= 64 and head * 2 > n) or rel > rebase) then
+          if not ((head >= COMPACT_AT and head * 2 > n) or rel > rebase) then
             local ts = math.max(rel, newest)
             total = (total + units) % M32
             if ts == newest then
@@ -338,7 +341,7 @@ for a = 1, args do
                 -- The write held back is of an older entry, which this one does not cover.
                 write_due()
               elseif not write_due then
-                -- Made at a run's first held-back write: a closure made on every call cost a lone call about 0.2 µs.
+                -- Made once, at a run's first held-back write: a closure made on every call would slow each lone call.
                 write_due = function()
                   redis.call('SETRANGE', seen_key, format('%d', due_at), pack(s_entry_header, s_newest, s_total, s_base,
                     s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3,
@@ -566,7 +569,7 @@ for a = 1, args do
             local n, head, kc = log.n, log.head, log.kc
             local e, entry, rebase = log.form.e, log.form.entry, log.now > log.form.rebase
             -- Out-of-window entries outnumber the live ones (or the base is old): rewrite the log without them.
-            local compact = (head >= 64 and head * 2 > n) or rebase
+            local compact = (head >= COMPACT_AT and head * 2 > n) or rebase
             local merge = ts == log.newest
             log.total = (log.total + count) % M32
             log.newest = ts

@@ -10,7 +10,7 @@ import { adaptClient } from '../../packages/core/src/store/script-client.js'
 import { describeStoreConformance } from '../support/conformance.js'
 import { describeHoldsAndRefunds } from '../support/holds.js'
 import { describePlans } from '../support/plans.js'
-import { nodeRedisKinds, type TestClient, uniquePrefix } from '../support/redis.js'
+import { commandCalls, nodeRedisKinds, type TestClient, uniquePrefix } from '../support/redis.js'
 
 /** Moves one slot from master `from` to master `to` (node ids) with `redis-cli --cluster reshard`, via `port`. */
 const moveOneSlot = (cli: (...args: string[]) => Promise<string>, port: number | string, from: string, to: string) =>
@@ -95,6 +95,22 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     expect(decisions.filter((d) => d.source !== 'store')).to.deep.equal([])
     expect(decisions.filter((d) => d.allowed)).to.have.length(600)
     expect(limiter.stats()).to.include({ storeErrors: 0 })
+  })
+
+  it('a cold burst on every master sends the script text once to each: one EVAL per master', async () => {
+    const masters = client.nodes('master')
+    await Promise.all(masters.map((node) => node.config('RESETSTAT')))
+    const limiter = createRateLimiter({
+      store: redisStore(client, { prefix: uniquePrefix() }),
+      limit: 1_000,
+      window: '1m',
+      local: false,
+      timeoutMs: 10_000,
+    })
+    const decisions = await Promise.all(Array.from({ length: 2_000 }, (_, i) => limiter.consume(`tenant-${i % 300}`)))
+    expect(decisions.filter((d) => d.source !== 'store')).to.deep.equal([])
+    const evals = await Promise.all(masters.map(async (node) => (await commandCalls(node))('eval')))
+    expect(evals).to.deep.equal([1, 1, 1])
   })
 
   it('runs leases and the bucketed algorithm on the cluster', async () => {

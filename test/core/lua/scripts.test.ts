@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { bucketedScript, slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
+import { leanLua } from '../../../scripts/lean-lua.mjs'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { callSlidingLog, textCall } from '../../support/sliding-log-call.js'
 
@@ -26,6 +28,18 @@ describe('every Lua script on a real Redis', () => {
   it('SCRIPT LOAD returns the sha1 the generator computed', async () => {
     for (const script of [slidingLogScript, bucketedScript]) {
       expect(await redis.script('LOAD', script.lua), script.name).to.equal(script.sha1)
+    }
+  })
+
+  it('sends each script without comments or indentation, its #!lua line first', () => {
+    for (const script of [slidingLogScript, bucketedScript]) {
+      const [first, ...rest] = script.lua.split('\n')
+      expect(first, script.name).to.equal('#!lua')
+      expect(
+        rest.filter((line) => /^\s|^--/.test(line)),
+        script.name,
+      ).to.deep.equal([])
+      expect(script.lua, script.name).to.equal(leanLua(readFileSync(`lua/${script.name}.lua`, 'utf8')))
     }
   })
 

@@ -1,4 +1,5 @@
 import { adaptClient, type RedisStoreClient, type ScriptArgument } from './script-client.js'
+import { replyCode } from './server-failure.js'
 
 /** A Lua script as generated from `lua/*.lua`: its source and the sha1 that `SCRIPT LOAD` returns. */
 export interface LuaScript {
@@ -15,68 +16,65 @@ export interface ScriptRunner {
 
 /**
  * Runs scripts by `EVALSHA`, sending the source with `EVAL` when the server answers `NOSCRIPT` (after a
- * restart or `SCRIPT FLUSH`); `EVAL` also caches it again. Until a script has run once, calls send it with
- * `EVAL` at once: the first burst of a new process costs one round trip, not a NOSCRIPT and a second one.
- * The client (ioredis or node-redis, see script-client.ts) is used as given: nothing is defined on it. On a
- * cluster, each call is routed by its first key.
+ * restart, a `SCRIPT FLUSH`, a failover, or a cluster's slot moved to another master). The client (ioredis or
+ * node-redis, see script-client.ts) is used as given: nothing is defined on it. On a cluster, each call is
+ * routed by its first key.
  *
- * node-redis writes a command only once the socket has room for it (ioredis buffers every command at once), so
- * a burst of EVALs, each with a script's 24 KB, would drain one per turn of the event loop and miss its deadlines.
- * There, one EVAL of a script is in flight per server, and the calls that come meanwhile send EVALSHA: queued
- * behind that EVAL on the same connection, they reach the server once it has the script (EVAL caches a script
- * before it runs it), in the same round trip.
+ * A connection runs its commands in order, and `EVAL` caches a script before it runs it: so the first call of a
+ * script on a server sends `EVAL`, and every call sent after it sends `EVALSHA`, even before that `EVAL` is
+ * answered. A cold burst sends the script's text once per server, in the same round trip as its calls.
  */
 export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   // The client's one adapter, which redisStore shares.
   const adapted = adaptClient(client)
   if (!adapted) throw new TypeError('createScriptRunner: not an ioredis or node-redis client')
   const adapter = adapted
-  const oneLoadAtATime = adapter.library === 'node-redis'
-  // The scripts known to be cached, by sha1; with node-redis, by server and sha1 (a cluster's masters each cache theirs).
-  const loaded = new Set<string>()
-  // node-redis only: the EVAL in flight of each script on each server.
+  // The scripts whose EVAL has been sent, by server and sha1 (a cluster's masters each cache theirs).
+  const sent = new Set<string>()
+  // The EVAL of each script on each server until it is answered: the calls sent behind it meet its refusal.
   const loading = new Map<string, Promise<unknown>>()
   type Call = readonly [script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[], binary: boolean]
 
   const evalSha = ([script, keys, args, binary]: Call) => adapter.evaluate('EVALSHA', script.sha1, keys, args, binary)
   const evalSource = ([script, keys, args, binary]: Call) => adapter.evaluate('EVAL', script.lua, keys, args, binary)
   const idOf = ([script, keys]: Call) => {
-    const server = oneLoadAtATime ? adapter.serverOf(keys[0] ?? '') : ''
+    const server = adapter.serverOf(keys[0] ?? '')
     return server === '' ? script.sha1 : `${server} ${script.sha1}`
   }
 
-  async function load(id: string, call: Call) {
+  function load(id: string, call: Call): Promise<unknown> {
     const reply = evalSource(call)
-    if (oneLoadAtATime) {
-      loading.set(id, reply)
-      const done = () => loading.delete(id)
-      reply.then(done, done)
+    sent.add(id)
+    loading.set(id, reply)
+    const settled = (cached: boolean) => () => {
+      if (loading.get(id) !== reply) return
+      loading.delete(id)
+      // A refused EVAL (out of memory, a lost connection) may have cached nothing: the next call sends it again.
+      if (!cached) sent.delete(id)
     }
-    const value = await reply
-    loaded.add(id)
-    return value
+    reply.then(settled(true), settled(false))
+    return reply
   }
 
   async function run(call: Call, again = false): Promise<unknown> {
     const id = idOf(call)
+    if (!sent.has(id)) return load(id, call)
     const pending = loading.get(id)
-    if (!loaded.has(id) && !pending) return load(id, call)
     try {
       return await evalSha(call)
     } catch (error) {
       if (!isNoScript(error)) throw error
-      if (!oneLoadAtATime) return await evalSource(call)
       if (pending) {
-        // Queued behind that EVAL on the same connection: the server kept no script because it refused the EVAL
-        // (out of memory, say), as it would refuse this call's own.
+        // Sent behind that EVAL on the same connection: the server kept no script because it refused the EVAL
+        // (out of memory, say), as it would refuse this call's own. An EVAL lost with its connection is no answer.
         const refusal = await pending.then(
           () => undefined,
           (reason: unknown) => ({ reason }),
         )
-        if (refusal) throw refusal.reason
+        if (refusal && replyCode(refusal.reason) !== undefined) throw refusal.reason
       }
-      // A restarted server: one call loads the script again and the others send EVALSHA behind it (once; then EVAL).
-      loaded.delete(id)
+      // A server that lost its scripts: one call sends EVAL and the others EVALSHA behind it (once; then EVAL).
+      if (!loading.has(id)) sent.delete(id)
       return again ? await evalSource(call) : run(call, true)
     }
   }

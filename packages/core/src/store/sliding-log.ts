@@ -5,6 +5,12 @@ import type { WindowResult } from './store.js'
 const REBASE_AT = 2 ** 50
 
 /**
+ * A log is compacted once at least this many entries have left the window and they outnumber the live ones, as
+ * lua/sliding-log.lua's COMPACT_AT: memory follows the live entries, and a compaction is rare.
+ */
+export const COMPACT_AT = 64
+
+/**
  * A refund rewrites the running total of every entry after the one it changes: with more entries after it than
  * this, it changes nothing and says so ('too-deep'), as lua/sliding-log.lua's MAX_RELEASE_TAIL does.
  */
@@ -30,7 +36,7 @@ export class SlidingLog {
     const count = this.count()
     while (this.head < count && this.time(this.head) <= edge) this.head++
     // Compact once the dead prefix dominates, so memory follows the live entries.
-    if ((this.head > 64 && this.head * 2 > count) || this.base() > REBASE_AT) this.compact()
+    if ((this.head >= COMPACT_AT && this.head * 2 > count) || this.base() > REBASE_AT) this.compact()
     return this.end(this.count() - 1) - this.base()
   }
 

@@ -60,7 +60,7 @@ export interface WindowResult {
   readonly recorded?: number
 }
 
-/** A request to reserve units of one window for this process (see lua/lease.lua). */
+/** A request to reserve units of one window for this process (lua/sliding-log.lua's 'l' op). */
 export interface LeaseRequest {
   readonly key: string
   readonly limit: number

@@ -1,0 +1,2 @@
+/** The Lua source without its comments, leading indentation and blank lines; a `#!` first line is kept as it is. */
+export function leanLua(source: string): string
