@@ -4,17 +4,11 @@ import { rateLimit as fastifyRateLimit } from '@fleetlimit/fastify'
 import { rateLimit as koaRateLimit } from '@fleetlimit/koa'
 import Router from '@koa/router'
 import { expect } from 'chai'
-import express5 from 'express'
-import expressLowest from 'express-lowest'
-import express4 from 'express4'
-import express4Lowest from 'express4-lowest'
-import Fastify from 'fastify'
-import FastifyLowest from 'fastify-lowest'
-import Koa3 from 'koa'
-import KoaLowest from 'koa-lowest'
-import Koa2 from 'koa2'
-import Koa2Lowest from 'koa2-lowest'
+import type express5 from 'express'
+import type Fastify from 'fastify'
+import type Koa3 from 'koa'
 import request from 'supertest'
+import { eachVersion } from '../support/framework-versions.js'
 
 /** GET /x behind two middlewares built on the limiter (app-wide, then on the route); the RateLimit header of each response. */
 interface Framework {
@@ -77,18 +71,7 @@ const fastifyFramework = (name: string, fastify: typeof Fastify): Framework => (
 })
 
 describe('adapters: middlewares built on one limiter count a request once', () => {
-  for (const framework of [
-    expressFramework('express 5', express5),
-    expressFramework('express 4', express4 as typeof express5),
-    koaFramework('koa 3', Koa3),
-    koaFramework('koa 2', Koa2 as typeof Koa3),
-    fastifyFramework('fastify 5', Fastify),
-    expressFramework('express 5.0.0', expressLowest),
-    expressFramework('express 4.21.0', express4Lowest as typeof express5),
-    koaFramework('koa 3.0.0', KoaLowest),
-    koaFramework('koa 2.15.0', Koa2Lowest as typeof Koa3),
-    fastifyFramework('fastify 5.0.0', FastifyLowest as unknown as typeof Fastify),
-  ]) {
+  for (const framework of eachVersion({ express: expressFramework, koa: koaFramework, fastify: fastifyFramework })) {
     it(framework.name, async () => {
       const store = memoryStore()
       const limiter = createRateLimiter({ store, name: 'api', limit: 3, window: '1m' })

@@ -41,15 +41,17 @@ describe('adapter options are validated at construction', () => {
   }
 })
 
+/** A GET of /x from a client straight to the app (no proxy). */
+const direct: RequestInfo = {
+  ip: '203.0.113.9',
+  method: 'GET',
+  routePattern: '/x',
+  forwardedFor: false,
+  trustProxy: 'none',
+  peerAddress: '203.0.113.9',
+}
+
 describe('one-time warnings about the client address', () => {
-  const direct: RequestInfo = {
-    ip: '203.0.113.9',
-    method: 'GET',
-    routePattern: '/x',
-    forwardedFor: false,
-    trustProxy: 'none',
-    peerAddress: '203.0.113.9',
-  }
   const setup = (options: object = {}) => {
     const logger: Logger = { warn: sinon.fake() }
     const http = createHttpLimiter({ store: memoryStore(), limit: 100, window: '1m', logger, ...options }, framework)
@@ -115,12 +117,9 @@ describe('one-time warnings about the client address', () => {
 
 describe('the default route key', () => {
   const info = (method: string, extra: Partial<RequestInfo>): RequestInfo => ({
-    ip: '203.0.113.9',
+    ...direct,
     method,
     routePattern: '/op',
-    forwardedFor: false,
-    trustProxy: 'none',
-    peerAddress: '203.0.113.9',
     ...extra,
   })
 
@@ -155,14 +154,7 @@ describe('the default route key', () => {
 })
 
 describe('limit(req) with inline options: the policy has no limit of its own', () => {
-  const info: RequestInfo = {
-    ip: '203.0.113.9',
-    method: 'GET',
-    routePattern: '/x',
-    forwardedFor: false,
-    trustProxy: 'none',
-    peerAddress: '203.0.113.9',
-  }
+  const info = direct
   const PLANS: Record<string, number> = { free: 2 }
   const planned = (plan: (name: string | undefined) => unknown) =>
     createHttpLimiter<{ plan?: string }>(
