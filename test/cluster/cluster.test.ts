@@ -60,6 +60,47 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     }
   })
 
+  it('a reset through one cluster client reaches the local tier on another at once', async () => {
+    const other = new Cluster(cluster.startupNodes)
+    other.on('error', () => {})
+    await once(other, 'ready')
+    try {
+      const prefix = uniquePrefix()
+      const policy = { limit: 2, window: '1m', logger: { warn() {}, info() {} } } as const
+      const watched = redisStore(client, { prefix })
+      const a = createRateLimiter({ store: redisStore(other, { prefix }), ...policy })
+      const b = createRateLimiter({ store: watched, ...policy })
+      let announced: (() => void) | undefined
+      // Held weakly by the store: `heard` keeps it, and says what the last message named.
+      const heard = {
+        keys: undefined as readonly string[] | undefined,
+        listener: (keys: readonly string[] | undefined) => {
+          heard.keys = keys
+          announced?.()
+        },
+      }
+      watched.onKeyChange?.(heard.listener)
+      const next = () => new Promise<void>((resolve) => (announced = resolve))
+      // The subscriber subscribes on its own: an operator's message for every key shows when it listens.
+      for (let tries = 0; ; tries++) {
+        const message = next()
+        await client.publish(`${prefix}:changed`, '*')
+        const listening = await Promise.race([message.then(() => true), sleep(20).then(() => false)])
+        if (listening) break
+        if (tries > 250) throw new Error('the subscriber never subscribed')
+      }
+      for (let i = 0; i < 3; i++) await b.consume('k')
+      expect(await b.consume('k')).to.include({ allowed: false, source: 'local' })
+      const message = next()
+      await a.reset('k')
+      await message
+      expect(heard.keys).to.deep.equal(['2-per-60000ms~sl3-60000:{k}'])
+      expect(await b.consume('k')).to.include({ allowed: true, source: 'store' })
+    } finally {
+      other.disconnect()
+    }
+  })
+
   it('spreads tenants over every master and keeps each tenant’s keys in one slot', async () => {
     const prefix = uniquePrefix()
     const limiter = createRateLimiter({

@@ -207,8 +207,8 @@ const SUBSCRIBER_RECONNECT_MS = 100
  */
 function ioredisSubscriber(client: IoredisClient): Subscriber | undefined {
   const duplicate = (client as { duplicate?: (...args: unknown[]) => IoredisSubscriber }).duplicate
-  // A cluster's subscriber would need its own life cycle per node: single servers only (README, the local tier).
-  if (typeof duplicate !== 'function' || client.status === 'end' || client.isCluster) return undefined
+  if (typeof duplicate !== 'function' || client.status === 'end') return undefined
+  if (client.isCluster) return ioredisClusterSubscriber(duplicate.call(client), client)
   const sub = duplicate.call(client, { retryStrategy: () => null })
   // The user's client reports an outage: the subscriber's errors would say it again.
   sub.on('error', () => {})
@@ -235,6 +235,25 @@ function ioredisSubscriber(client: IoredisClient): Subscriber | undefined {
     },
     add: (channel) => {
       channels.push(channel)
+      sub.subscribe(channel).catch(() => {})
+    },
+  }
+}
+
+/**
+ * A Cluster's subscriber: a duplicate Cluster, whose own subscriber connection (to one node: a message published on
+ * any node reaches every node) moves and subscribes again by itself; it ends with the user's cluster.
+ */
+function ioredisClusterSubscriber(sub: IoredisSubscriber, client: IoredisClient): Subscriber {
+  sub.on('error', () => {})
+  sub.on('node error', () => {})
+  client.on('end', () => sub.disconnect())
+  return {
+    listen(deliver, missed) {
+      sub.on('message', (channel: unknown, message: unknown) => deliver(String(channel), String(message)))
+      onReadyAgain(sub, missed)
+    },
+    add: (channel) => {
       sub.subscribe(channel).catch(() => {})
     },
   }
