@@ -1,5 +1,6 @@
 /**
- * Every code block of README.md, docs/*.md and the packages' READMEs is true as written. Each ```ts, ```typescript and ```js block is
+ * Every code block of README.md, CONTRIBUTING.md, docs/*.md and the packages' READMEs is true as written. Each ```ts,
+ * ```typescript and ```js block is
  * type-checked as a module of its own with the repository's TypeScript and tsconfig.base.json's options (strict,
  * noUncheckedIndexedAccess, exactOptionalPropertyTypes, NodeNext; @fleetlimit/* resolve to the workspace sources
  * through the '@fleetlimit/source' condition), all in one program, and every app is run.
@@ -46,6 +47,7 @@ import {
 
 const DOCS = [
   'README.md',
+  'CONTRIBUTING.md',
   ...readdirSync(join(repoRoot, 'docs'))
     .filter((name) => name.endsWith('.md'))
     .sort()
@@ -240,7 +242,7 @@ describe('docs: README.md', () => {
 describe('docs: sh blocks and links', () => {
   const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; packageManager: string }
   // pnpm's own commands the docs may use; anything else after `pnpm` must be a root script.
-  const PNPM_COMMANDS = new Set(['install', 'add', 'exec', 'dlx', 'run', '-r', '--filter'])
+  const PNPM_COMMANDS = new Set(['install', 'add', 'exec', 'dlx', 'run', 'pack', '-r', '--filter'])
   const packages = new Set(readdirSync(join(repoRoot, 'packages')))
 
   it('sh blocks name only root scripts, the pinned pnpm, and packages of the workspace', () => {
@@ -255,7 +257,8 @@ describe('docs: sh blocks and links', () => {
           if (pinned !== pkg.packageManager)
             problems.push(`${where}: ${pinned}, but package.json has ${pkg.packageManager}`)
         }
-        for (const [, name = ''] of line.matchAll(/@fleetlimit\/([\w-]+)/g)) {
+        // `conditions=@fleetlimit/source` is the workspace's export condition, not a package.
+        for (const [, name = ''] of line.matchAll(/(?<![=\w])@fleetlimit\/([\w-]+)/g)) {
           if (!packages.has(name)) problems.push(`${where}: no package @fleetlimit/${name}`)
         }
       })
@@ -263,7 +266,7 @@ describe('docs: sh blocks and links', () => {
     expect(problems).to.deep.equal([])
   })
 
-  it('links between README.md and docs/*.md reach a file, and a #fragment reaches a heading', () => {
+  it('links between README.md, CONTRIBUTING.md and docs/*.md reach a file, and a #fragment reaches a heading', () => {
     const problems: string[] = []
     for (const doc of DOCS) {
       const text = withoutCode(read(doc))
