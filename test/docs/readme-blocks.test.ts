@@ -239,7 +239,7 @@ describe('docs: README.md', () => {
   })
 })
 
-describe('docs: sh blocks and links', () => {
+describe('docs: sh blocks', () => {
   const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; packageManager: string }
   // pnpm's own commands the docs may use; anything else after `pnpm` must be a root script.
   const PNPM_COMMANDS = new Set(['install', 'add', 'exec', 'dlx', 'run', 'pack', '-r', '--filter'])
@@ -265,28 +265,6 @@ describe('docs: sh blocks and links', () => {
     }
     expect(problems).to.deep.equal([])
   })
-
-  it('links between README.md, CONTRIBUTING.md and docs/*.md reach a file, and a #fragment reaches a heading', () => {
-    const problems: string[] = []
-    for (const doc of DOCS) {
-      const text = withoutCode(read(doc))
-      for (const [, target = ''] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
-        if (/^[a-z]+:/.test(target)) continue
-        const [file = '', fragment] = target.split('#')
-        const path = file === '' ? doc : join(doc, '..', file)
-        let linked: string
-        try {
-          linked = read(path)
-        } catch {
-          problems.push(`${doc}: ${target}: no file ${path}`)
-          continue
-        }
-        if (fragment !== undefined && !headingSlugs(linked).has(fragment))
-          problems.push(`${doc}: ${target}: no heading`)
-      }
-    }
-    expect(problems).to.deep.equal([])
-  })
 })
 
 function rmdirIfEmpty(dir: string): void {
@@ -295,28 +273,4 @@ function rmdirIfEmpty(dir: string): void {
   } catch {
     // Another run's files are there, or it is gone already.
   }
-}
-
-/** The text with fenced blocks and inline code spans blanked out. */
-function withoutCode(text: string): string {
-  return text.replace(/^(`{3,})[^\n]*\n[\s\S]*?^\1\s*$/gm, '').replace(/`[^`\n]*`/g, '``')
-}
-
-/** GitHub's anchors for a Markdown file's headings: lower case, punctuation dropped, spaces as hyphens. */
-function headingSlugs(text: string): Set<string> {
-  const slugs = new Set<string>()
-  for (const [, heading = ''] of withoutFences(text).matchAll(/^#{1,6} +(.+?) *$/gm)) {
-    const base = heading
-      .toLowerCase()
-      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-      .replace(/ /g, '-')
-    let slug = base
-    for (let n = 1; slugs.has(slug); n++) slug = `${base}-${n}`
-    slugs.add(slug)
-  }
-  return slugs
-}
-
-function withoutFences(text: string): string {
-  return text.replace(/^(`{3,})[^\n]*\n[\s\S]*?^\1\s*$/gm, '')
 }
