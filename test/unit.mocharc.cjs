@@ -32,5 +32,6 @@ module.exports = {
     'test/adapters/sent-response.test.ts',
     'test/adapters/shared-limiter.test.ts',
     'test/failure/circuit-breaker.test.ts',
+    'test/docs/links.test.ts',
   ],
 }
