@@ -13,7 +13,7 @@ export interface BurstReport {
 /** Fires `calls` concurrent acquire() calls at one key and reports when the store admitted each. */
 export async function acquireBurst(store: Store, { calls = 12, limit = 5, windowMs = 500 } = {}): Promise<BurstReport> {
   const recording = recordingStore(store)
-  const limiter = createRateLimiter({ store: recording.store, limit, window: windowMs, name: 'demo' })
+  const limiter = createRateLimiter({ store: recording.store, limit, window: `${windowMs}ms`, name: 'demo' })
   const key = `burst-${randomBytes(4).toString('hex')}`
   await Promise.all(Array.from({ length: calls }, () => limiter.acquire(key)))
 
