@@ -5,6 +5,7 @@ import { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
+import { withoutFastPath } from '../../support/general-path-script.js'
 import { commandCalls, redisClient, uniquePrefix } from '../../support/redis.js'
 import { textCall } from '../../support/sliding-log-call.js'
 import {
@@ -17,20 +18,37 @@ import {
 } from '../../support/sliding-log-model.js'
 import { withTestClock } from '../../support/test-clock-script.js'
 
-describe('lua/sliding-log.lua against a reference model (fast-check, the test’s clock)', () => {
+describe('lua/sliding-log.lua against a reference model (fast-check, the test’s clock, fast path on and off)', () => {
   let redis: Redis
   before(() => {
     redis = redisClient()
   })
   after(() => redis.quit())
 
-  /** The script on the test's clock, as a model subject (on the shared server, or on the client given). */
-  function scriptSubject(client: Redis = redis): ModelSubject {
+  /**
+   * The script on the test's clock, as a model subject (on the shared server, or on the client given). Each call
+   * also runs with the fast path off (every call decided by the general code) on twin keys: the two replies, and
+   * the bytes each leaves stored, must be equal, so the model checks both paths at once (unless `mirror` is false).
+   */
+  function scriptSubject(client: Redis = redis, mirror = true): ModelSubject {
     const script = withTestClock(slidingLogScript)
+    const general = withTestClock(withoutFastPath(slidingLogScript))
     const runner = createScriptRunner(client)
+    const twin = (key: string) => `${key}:general`
     let clock: string[] = []
-    const run = async (keys: string[], args: (string | number)[], windows: number) =>
-      readSlidingLog(await runner.runBuffer(script, keys, [textCall(args), ...clock]), windows)
+    const run = async (keys: string[], args: (string | number)[], windows: number) => {
+      const call = [textCall(args), ...clock]
+      const fast = await runner.runBuffer(script, keys, call)
+      if (!mirror) return readSlidingLog(fast, windows)
+      const slow = await runner.runBuffer(general, keys.map(twin), call)
+      const what = `${args.join(' ')}, fast path off`
+      expect(slow.toString('hex'), `reply of ${what}`).to.equal(fast.toString('hex'))
+      for (const key of keys) {
+        const [stored, storedOff] = await Promise.all([client.getBuffer(key), client.getBuffer(twin(key))])
+        expect(storedOff?.toString('hex'), `bytes of ${key} after ${what}`).to.equal(stored?.toString('hex'))
+      }
+      return readSlidingLog(fast, windows)
+    }
     return {
       setNow(nowUs) {
         const seconds = Math.floor(nowUs / 1_000_000)
@@ -75,7 +93,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
         compared += await compareWithModel(subject, keys, limits, windowsMs, steps, 1, (actual, expected, what) =>
           expect(actual, what).to.deep.equal(expected),
         )
-        await redis.del(...keys)
+        await redis.del(...keys, ...keys.map((key) => `${key}:general`))
       }),
       { numRuns: 60 },
     )
@@ -100,7 +118,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     const server = await startRedisServer()
     const own = new Redis(server.url)
     try {
-      const counted = scriptSubject(own)
+      const counted = scriptSubject(own, false)
       await compareWithModel(counted, keys, [40, 40], [1_000, 1_000], burst, 1, check)
       const getranges = async () => (await commandCalls(own))('getrange')
       const before = await getranges()
