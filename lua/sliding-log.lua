@@ -111,13 +111,14 @@ local args = #ARGV
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
 
--- Within a run, the fast path keeps the header it last read or wrote of one key (seen_key), decoded (the s_ values;
--- s_exists false for no key), and holds back its last write to that key (due: the newest entry and the header, of
--- s_entry_header's format, at due_at) until a call needs another key, the general code runs or the run ends: the
--- calls of a run on one hot key then read it once, decode it once and write it once (they all record at the same
--- time, so each admission after the first changes the same entry and the header). `single`: the run is one call.
-local seen_key, s_exists, s_entry_header, due_at, due, write_due, single
-local s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4
+-- The fast path's view of one key (seen_key): its header, decoded (`exists` false for no key), as the fast path last
+-- read it, moved its head or wrote it. Within a run it stays there for the next call on that key, and the fast path
+-- holds back its last write to the key (due: the newest entry and the header, of due_header's format, at due_at)
+-- until a call needs another key, the general code runs or the run ends: the calls of a run on one hot key then
+-- read it once, decode it once and write it once (they all record at the same time, so each admission after the
+-- first changes the same entry and the header). `single`: the run is one call.
+local seen_key, due_header, due_at, due, write_due, single
+local exists, base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4
 
 -- Each call in turn, at the same server time: a call's keys follow the previous call's. An error about a key ends
 -- its call before it writes anything (the general code reads every key before it writes one; the fast path fails on
@@ -161,8 +162,7 @@ for a = 1, args do
       end
       local key = KEYS[k]
       window = window * 1000
-      local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, raw, rest
-      local rel, edge, exists
+      local raw, rest, rel, edge
       if key ~= seen_key then
         if due then
           write_due()
@@ -182,18 +182,9 @@ for a = 1, args do
           end
         else
           if exists then
-            s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3,
-              s_t4, s_c4 = unpack(HEADER, raw)
+            base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
           end
-          seen_key, s_exists = key, exists
-        end
-      end
-      if not single then
-        exists = s_exists
-        if exists then
-          base, n, head, cum0, total, newest, expires, hold, kc = s_base, s_n, s_head, s_cum0, s_total, s_newest,
-            s_expires, s_hold, s_kc
-          t1, c1, t2, c2, t3, c3, t4, c4 = s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4
+          seen_key = key
         end
       end
       if exists then
@@ -232,9 +223,8 @@ for a = 1, args do
         end
         redis.call('SET', key, log, 'PX', format('%d', ttl))
         if not single then
-          s_exists, s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = true, now, 1, 0, 0, total1, 0,
-            ttl * 1000, 0, 1
-          s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = 0, total1, 0, 0, 0, 0, 0, 0
+          exists, base, n, head, cum0, total, newest, expires, hold, kc = true, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1
+          t1, c1, t2, c2, t3, c3, t4, c4 = 0, total1, 0, 0, 0, 0, 0, 0
         end
         reply = pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
         break
@@ -300,6 +290,10 @@ for a = 1, args do
           end
           if not ((head >= COMPACT_AT and head * 2 > n) or rel > rebase) then
             local ts = math.max(rel, newest)
+            if due and ts ~= newest then
+              -- The write held back is of an older entry, which this one does not cover.
+              write_due()
+            end
             total = (total + units) % M32
             if ts == newest then
               if head + kc == n then
@@ -337,22 +331,16 @@ for a = 1, args do
               redis.call('SETRANGE', key, format('%d', (n - 1) * e), pack(entry_header, ts, total, base, n, head, cum0,
                 total, ts, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
             else
-              if due and due_at ~= (n - 1) * e then
-                -- The write held back is of an older entry, which this one does not cover.
-                write_due()
-              elseif not write_due then
+              if not write_due then
                 -- Made once, at a run's first held-back write: a closure made on every call would slow each lone call.
+                -- Twin of the lone call's write just above.
                 write_due = function()
-                  redis.call('SETRANGE', seen_key, format('%d', due_at), pack(s_entry_header, s_newest, s_total, s_base,
-                    s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3,
-                    s_t4, s_c4))
+                  redis.call('SETRANGE', seen_key, format('%d', due_at), pack(due_header, newest, total, base, n, head,
+                    cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
                   due = nil
                 end
               end
-              s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = base, n, head, cum0, total, ts,
-                expires, hold, kc
-              s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = t1, c1, t2, c2, t3, c3, t4, c4
-              due_at, due, s_entry_header = (n - 1) * e, true, entry_header
+              newest, due_at, due, due_header = ts, (n - 1) * e, true, entry_header
             end
             reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
             break
