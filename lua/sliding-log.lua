@@ -78,6 +78,9 @@
 -- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
 -- maxmemory, as it refuses any write, instead of letting its writes through.
 
+-- The layout constants (H, K, the entry sizes, NARROW, COMPACT_AT, MAX_RELEASE_TAIL) are written here alone:
+-- scripts/gen-lua.mjs checks them against the formats they size and gives them to TypeScript code (the memory
+-- store's log follows the same compaction and release rules) in store/sliding-log-layout.generated.ts.
 local H, K = 85, 4
 local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 -- The header to its first cached entry, then the other three: a hot key's denial needs only the first part.
@@ -99,7 +102,7 @@ local M32 = 4294967296
 -- and says so), so that its work stays bounded.
 local MAX_RELEASE_TAIL = 2000
 -- A log is rewritten without its out-of-window entries once at least this many have left and they outnumber the
--- live ones (the memory store's twin: COMPACT_AT in packages/core/src/store/sliding-log.ts).
+-- live ones.
 local COMPACT_AT = 64
 -- The entries a hot key's call reads when its window slid past more than the next few (a burst leaving it).
 local LONG_READ = 128
