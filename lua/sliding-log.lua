@@ -82,6 +82,8 @@
 -- scripts/gen-lua.mjs checks them against the formats they size and gives them to TypeScript code (the memory
 -- store's log follows the same compaction and release rules) in store/sliding-log-layout.generated.ts.
 local H, K = 85, 4
+-- GETRANGE's start of the header: the last H bytes.
+local HEADER_AT = '-85'
 local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 -- The header to its first cached entry, then the other three: a hot key's denial needs only the first part.
 local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
@@ -155,11 +157,15 @@ for a = 1, args do
     -- LONG_READ if those have left too). Anything rarer (a hold, a block due, a rewrite due, a wait beyond the cached
     -- entries, no live entry in those reads) falls through to the general code below, which reads the header again
     -- and handles every case; nothing is written before.
+    -- Each rule the fast path applies is also the general code's, and each such piece names its twin ("Twin:"). A
+    -- test-only copy of the script with the gate below always true (test/support/general-path-script.ts) runs every
+    -- model schedule and batch fuzz case beside this one, comparing replies and stored bytes.
     repeat
       if deadline > 0 and now > deadline then
         reply = pack('>bdI4', -1, now, 0)
         break
       end
+      -- The fast path's gate.
       if nk ~= 1 or (op ~= 'c' and op ~= 'p') then
         break
       end
@@ -170,7 +176,7 @@ for a = 1, args do
         if due then
           write_due()
         end
-        raw = redis.pcall('GETRANGE', key, '-85', '-1')
+        raw = redis.pcall('GETRANGE', key, HEADER_AT, '-1')
         if type(raw) ~= 'string' then
           -- An error about this key (WRONGTYPE, say): it fails this call alone, its message after the status.
           local message = tostring(raw.err)
@@ -195,6 +201,7 @@ for a = 1, args do
         edge = rel - window
         if hold <= now and kc > 0 and t1 > edge and n > 0 and newest > edge and (op == 'p' or block == 0) then
           -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost.
+          -- Twin: the denial from the cached entries below, and answer().
           local used = (total - cum0) % M32
           if used + units > limit and (c1 - cum0) % M32 >= used + units - limit then
             reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((t1 + window - rel) / 1000),
@@ -213,6 +220,7 @@ for a = 1, args do
       end
       if not exists or (hold <= now and (n == 0 or newest <= edge)) then
         -- A new key, or one with no hold whose entries have all left the window: it starts anew.
+        -- Twin: record() of an empty log.
         if op == 'p' then
           reply = pack(REPLY, 1, now, 0, 1, limit, 0, 0, 0)
           break
@@ -234,7 +242,7 @@ for a = 1, args do
       end
       if hold <= now then
         -- The head moves past cached entries that have left the window; with none left, the next few are read (and,
-        -- when all of those have left too, a longer run of them).
+        -- when all of those have left too, a longer run of them). Twin: open().
         while kc > 0 and t1 <= edge do
           head, cum0, kc = head + 1, c1, kc - 1
           t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
@@ -291,6 +299,7 @@ for a = 1, args do
             reply = pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
             break
           end
+          -- Twin: record() (the entry merged into the newest or added after it, the TTL once a window).
           if not ((head >= COMPACT_AT and head * 2 > n) or rel > rebase) then
             local ts = math.max(rel, newest)
             if due and ts ~= newest then
@@ -350,6 +359,7 @@ for a = 1, args do
           end
         elseif fast and (op == 'p' or block == 0) then
           -- Denied (and no block due): the entry that holds the (used + units - limit)-th oldest unit must leave first.
+          -- Twin: answer().
           local nth, at = used + units - limit, nil
           if kc >= 1 and (c1 - cum0) % M32 >= nth then
             at = t1
@@ -409,11 +419,12 @@ for a = 1, args do
           end
 
           -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
+          -- Twin: the fast path's head move.
           -- Times in the log (and `now` here) are µs since its base; `hold` is server µs. `exists`: the key holds a
           -- log.
           local function open(key, window)
             local form = window <= NARROW and NARROW_FORM or WIDE_FORM
-            local raw = redis.call('GETRANGE', key, '-85', '-1')
+            local raw = redis.call('GETRANGE', key, HEADER_AT, '-1')
             if #raw ~= H then
               return { key = key, window = window, form = form, n = 0, used = 0, hold = 0, exists = false }
             end
@@ -498,6 +509,7 @@ for a = 1, args do
 
           -- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs,
           -- resetMs, and whether the window itself has room (a held key has room, yet is denied).
+          -- Twin: the fast path's two denials (the hot key's, and from the cached entries) and its peek.
           local function answer(log, limit, cost)
             local allowed, remaining, retry, reset = 1, limit, 0, 0
             if log.n > 0 then
@@ -542,7 +554,7 @@ for a = 1, args do
           end
 
           -- Records `count` units at `at` (server µs, >= now) or at the newest entry's time if later; returns that
-          -- time.
+          -- time. Twin: the fast path's admission, and its new key for an empty log.
           local function record(log, count, at)
             local window = log.window
             if log.n == 0 then

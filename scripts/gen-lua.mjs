@@ -42,6 +42,7 @@ function slidingLogLayout(source) {
     if (!holds) throw new Error(`lua/sliding-log.lua: ${what}`)
   }
   expect(structSize(c.HEADER) === c.H, `H (${c.H}) is not the size of HEADER (${structSize(c.HEADER)})`)
+  expect(c.HEADER_AT === `-${c.H}`, `HEADER_AT (${c.HEADER_AT}) is not the last H bytes`)
   expect(c.HEADER === c.HEADER_FIRST + c.HEADER_REST.slice(1), 'HEADER is not HEADER_FIRST then HEADER_REST')
   expect(c.HEADER.endsWith('I6I4'.repeat(c.K)), `HEADER does not end with K (${c.K}) cached entries`)
   expect(structSize(c.CALL_WINDOW) === c.CALL_WINDOW_SIZE, 'CALL_WINDOW_SIZE is not the size of CALL_WINDOW')
