@@ -18,6 +18,7 @@ import { Redis } from 'ioredis'
 import { MAX_BATCH } from '../packages/core/src/store/call-batcher.js'
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
 import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
+import { slidingLogLayout } from '../packages/core/src/store/sliding-log-layout.generated.js'
 import { type Argument, encodeCommand, respLoad } from './resp-load.js'
 import type { PartResult } from './run.js'
 
@@ -31,7 +32,7 @@ return n`
 // Lua besides, decodes the call and the state, decides, and encodes the new state and the reply. Its reply is the
 // time, so that none of that is counted.
 const FLOOR = `local time = redis.call('TIME')
-local state = redis.call('GETRANGE', KEYS[1], '-85', '-1')
+local state = redis.call('GETRANGE', KEYS[1], '-${slidingLogLayout.headerBytes}', '-1')
 if ARGV[1] == 'write' then redis.call('SETRANGE', KEYS[1], '0', state .. '123456789') end
 return time[1] * 1000000 + time[2]`
 
