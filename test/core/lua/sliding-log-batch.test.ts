@@ -39,6 +39,15 @@ const arbitraryCall: fc.Arbitrary<RunCall> = fc.oneof(
   fc.integer({ min: 1, max: 400 }).map((ms) => ({ keys: [1], args: ['z', ms, 0, 1, WINDOWS_MS[0], '0'], windows: 0 })),
 )
 
+/** A call's reply decoded (so that a difference names its field), or its bytes when it is an error. */
+function decoded(reply: Buffer | undefined, call: RunCall): unknown {
+  try {
+    return reply && readSlidingLog(reply, call.windows)
+  } catch {
+    return reply?.toString('hex')
+  }
+}
+
 describe('lua/sliding-log.lua: several calls in one run', () => {
   let redis: Redis
   before(() => {
@@ -100,6 +109,9 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
             const [one] = await run(alone, [call], nowUs)
             const what = `call ${i} (${call.args.join(' ')})`
             expect(replies[i]?.toString('hex'), what).to.equal(one?.toString('hex'))
+            const [off, single] = [decoded(repliesOff[i], call), decoded(one, call)]
+            const shown = `${JSON.stringify(off)}, alone: ${JSON.stringify(single)}`
+            expect(off, `${what}, fast path off: ${shown}`).to.deep.equal(single)
             expect(repliesOff[i]?.toString('hex'), `${what}, fast path off`).to.equal(one?.toString('hex'))
           }
           for (const i of [0, 1, 2]) {
