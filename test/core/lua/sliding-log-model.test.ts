@@ -2,7 +2,7 @@ import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
-import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
+import { createScriptRunner, type LuaScript } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
 import { withoutFastPath } from '../../support/general-path-script.js'
@@ -29,9 +29,13 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
    * The script on the test's clock, as a model subject (on the shared server, or on the client given). Each call
    * also runs with the fast path off (every call decided by the general code) on twin keys: the two replies, and
    * the bytes each leaves stored, must be equal, so the model checks both paths at once (unless `mirror` is false).
+   * `script`: the script as sent, on the test's clock, unless a test gives another.
    */
-  function scriptSubject(client: Redis = redis, mirror = true): ModelSubject {
-    const script = withTestClock(slidingLogScript)
+  function scriptSubject(
+    client: Redis = redis,
+    mirror = true,
+    script: LuaScript = withTestClock(slidingLogScript),
+  ): ModelSubject {
     const general = withTestClock(withoutFastPath(slidingLogScript))
     const runner = createScriptRunner(client)
     const twin = (key: string) => `${key}:general`
@@ -101,6 +105,42 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
       { numRuns: 60 },
     )
     expect(compared, 'decisions checked against the model').to.be.greaterThan(5_000)
+  })
+
+  it('a fast path 1 µs off the general code in either of its denials fails the comparison with the fast path off', async () => {
+    const clocked = withTestClock(slidingLogScript)
+    /** The script with the first `from` (the fast path's copy: it comes before the general code) made 1 µs later. */
+    const broken = (from: string) => {
+      const at = clocked.lua.indexOf(from)
+      expect(at, from).to.be.greaterThan(-1)
+      const to = from.replace(' + window', ' + 1 + window')
+      return { ...clocked, name: 'broken', lua: clocked.lua.slice(0, at) + to + clocked.lua.slice(at + from.length) }
+    }
+    const check = (actual: unknown, expected: unknown, what: string) => expect(actual, what).to.deep.equal(expected)
+    const cases = [
+      // The hot key's denial: a limit of 1, and a second call in the same microsecond.
+      { from: 'ceil((t1 + window - rel) / 1000)', limit: 1, steps: [consumeStep('same', 0), consumeStep('same', 0)] },
+      // The denial from the cached entries: a limit of 2, two calls 1 µs apart, then a cost of 2 (the first entry
+      // alone does not make room for it).
+      {
+        from: 'ceil((at + window - rel) / 1000)',
+        limit: 2,
+        steps: [consumeStep('same', 0), consumeStep('advance', 1), { ...consumeStep('same', 0), cost: 2 }],
+      },
+    ]
+    for (const { from, limit, steps } of cases) {
+      const keys = () => {
+        const tag = `{${uniquePrefix()}}`
+        return [`${tag}:a`, `${tag}:b`] as const
+      }
+      const run = (subject: ModelSubject) => compareWithModel(subject, keys(), [limit, limit], [1, 1], steps, 1, check)
+      expect(await run(scriptSubject()), `${from}: the script as sent`).to.equal(steps.length)
+      const failure = await run(scriptSubject(redis, true, broken(from))).catch((error: unknown) => error)
+      expect(failure, from)
+        .to.be.instanceOf(Error)
+        .with.property('message')
+        .match(/fast path off: .*"retryAfterMs":1,.*, fast path on: .*"retryAfterMs":2,/)
+    }
   })
 
   it('a window that slides past a burst at once stays exact, and the next call finds its first live entry in one longer read', async () => {
