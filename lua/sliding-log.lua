@@ -151,7 +151,9 @@ for a = 1, args do
       single = args == 1 and size == #A
     end
     local nk = op == 'l' and 1 or (size - 19) / (op == 'r' and 16 or 25)
-    local reply
+    -- `at`: a denial by the fast path, whose reply follows the loop below (the time of the entry that must leave the
+    -- window first, `used` the units in the window).
+    local reply, at, used, rel
     -- One window, consume or peek, on a key not held: the common call, answered in straight-line code from the
     -- header (and, when the cached entries have all left the window, one read of the next few, or of the next
     -- LONG_READ if those have left too). Anything rarer (a hold, a block due, a rewrite due, a wait beyond the cached
@@ -171,7 +173,7 @@ for a = 1, args do
       end
       local key = KEYS[k]
       window = window * 1000
-      local raw, rest, rel, edge
+      local raw, rest, edge
       if key ~= seen_key then
         if due then
           write_due()
@@ -200,12 +202,11 @@ for a = 1, args do
         rel = now - base
         edge = rel - window
         if hold <= now and kc > 0 and t1 > edge and n > 0 and newest > edge and (op == 'p' or block == 0) then
-          -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost.
-          -- Twin: the denial from the cached entries below, and answer().
-          local used = (total - cum0) % M32
+          -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost (the denial from
+          -- the cached entries below, before reading the rest of them).
+          used = (total - cum0) % M32
           if used + units > limit and (c1 - cum0) % M32 >= used + units - limit then
-            reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((t1 + window - rel) / 1000),
-              ceil((newest + window - rel) / 1000), 0)
+            at = t1
             break
           end
         end
@@ -292,7 +293,7 @@ for a = 1, args do
           end
           fast = kc > 0
         end
-        local used = (total - cum0) % M32
+        used = (total - cum0) % M32
         if fast and used + units <= limit then
           if op == 'p' then
             local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
@@ -360,7 +361,7 @@ for a = 1, args do
         elseif fast and (op == 'p' or block == 0) then
           -- Denied (and no block due): the entry that holds the (used + units - limit)-th oldest unit must leave first.
           -- Twin: answer().
-          local nth, at = used + units - limit, nil
+          local nth = used + units - limit
           if kc >= 1 and (c1 - cum0) % M32 >= nth then
             at = t1
           elseif kc >= 2 and (c2 - cum0) % M32 >= nth then
@@ -370,14 +371,14 @@ for a = 1, args do
           elseif kc >= 4 and (c4 - cum0) % M32 >= nth then
             at = t4
           end
-          if at then
-            local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
-            reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
-            break
-          end
         end
       end
     until true
+    if at then
+      -- The fast path's denials, from the entry that must leave the window first. Twin: answer().
+      local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+      reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
+    end
     if not reply then
       if due then
         write_due()
@@ -509,7 +510,7 @@ for a = 1, args do
 
           -- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs,
           -- resetMs, and whether the window itself has room (a held key has room, yet is denied).
-          -- Twin: the fast path's two denials (the hot key's, and from the cached entries) and its peek.
+          -- Twin: the fast path's denial (its reply follows the fast path's loop) and its peek.
           local function answer(log, limit, cost)
             local allowed, remaining, retry, reset = 1, limit, 0, 0
             if log.n > 0 then

@@ -107,36 +107,34 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     expect(compared, 'decisions checked against the model').to.be.greaterThan(5_000)
   })
 
-  it('a fast path 1 µs off the general code in either of its denials fails the comparison with the fast path off', async () => {
+  it('a fast path 1 µs off the general code in its denial wait fails the comparison with the fast path off', async () => {
+    // The fast path's denial wait, made 1 µs later; the general code's copy (answer(), after it) is left as it is.
     const clocked = withTestClock(slidingLogScript)
-    /** The script with the first `from` (the fast path's copy: it comes before the general code) made 1 µs later. */
-    const broken = (from: string) => {
-      const at = clocked.lua.indexOf(from)
-      expect(at, from).to.be.greaterThan(-1)
-      const to = from.replace(' + window', ' + 1 + window')
-      return { ...clocked, name: 'broken', lua: clocked.lua.slice(0, at) + to + clocked.lua.slice(at + from.length) }
-    }
+    const from = 'ceil((at + window - rel) / 1000)'
+    const at = clocked.lua.indexOf(from)
+    expect(clocked.lua.indexOf(from, at + 1), 'the general code’s copy, after the fast path’s').to.be.greaterThan(at)
+    const lua = `${clocked.lua.slice(0, at)}ceil((at + 1 + window - rel) / 1000)${clocked.lua.slice(at + from.length)}`
+    const broken = { ...clocked, name: 'broken', lua }
     const check = (actual: unknown, expected: unknown, what: string) => expect(actual, what).to.deep.equal(expected)
-    const cases = [
+    const schedules = {
       // The hot key's denial: a limit of 1, and a second call in the same microsecond.
-      { from: 'ceil((t1 + window - rel) / 1000)', limit: 1, steps: [consumeStep('same', 0), consumeStep('same', 0)] },
+      'hot key': { limit: 1, steps: [consumeStep('same', 0), consumeStep('same', 0)] },
       // The denial from the cached entries: a limit of 2, two calls 1 µs apart, then a cost of 2 (the first entry
       // alone does not make room for it).
-      {
-        from: 'ceil((at + window - rel) / 1000)',
+      'cached entries': {
         limit: 2,
         steps: [consumeStep('same', 0), consumeStep('advance', 1), { ...consumeStep('same', 0), cost: 2 }],
       },
-    ]
-    for (const { from, limit, steps } of cases) {
+    }
+    for (const [name, { limit, steps }] of Object.entries(schedules)) {
       const keys = () => {
         const tag = `{${uniquePrefix()}}`
         return [`${tag}:a`, `${tag}:b`] as const
       }
       const run = (subject: ModelSubject) => compareWithModel(subject, keys(), [limit, limit], [1, 1], steps, 1, check)
-      expect(await run(scriptSubject()), `${from}: the script as sent`).to.equal(steps.length)
-      const failure = await run(scriptSubject(redis, true, broken(from))).catch((error: unknown) => error)
-      expect(failure, from)
+      expect(await run(scriptSubject()), `${name}: the script as sent`).to.equal(steps.length)
+      const failure = await run(scriptSubject(redis, true, broken)).catch((error: unknown) => error)
+      expect(failure, name)
         .to.be.instanceOf(Error)
         .with.property('message')
         .match(/fast path off: .*"retryAfterMs":1,.*, fast path on: .*"retryAfterMs":2,/)
