@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { leanLua } from './lean-lua.mjs'
-import { luaConstants, structSize } from './lua-constants.mjs'
+import { slidingLogLayout } from './lua-constants.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const luaDir = join(root, 'lua')
@@ -33,35 +33,6 @@ for (const file of files) {
   out += `  sha1: ${JSON.stringify(sha1)},\n`
   out += `  lua: ${JSON.stringify(lua)},\n`
   out += '}\n'
-}
-
-/** lua/sliding-log.lua's layout constants, after checking that they agree with its struct formats. */
-function slidingLogLayout(source) {
-  const c = luaConstants(source)
-  const expect = (holds, what) => {
-    if (!holds) throw new Error(`lua/sliding-log.lua: ${what}`)
-  }
-  expect(structSize(c.HEADER) === c.H, `H (${c.H}) is not the size of HEADER (${structSize(c.HEADER)})`)
-  expect(c.HEADER_AT === `-${c.H}`, `HEADER_AT (${c.HEADER_AT}) is not the last H bytes`)
-  expect(c.HEADER === c.HEADER_FIRST + c.HEADER_REST.slice(1), 'HEADER is not HEADER_FIRST then HEADER_REST')
-  expect(c.HEADER.endsWith('I6I4'.repeat(c.K)), `HEADER does not end with K (${c.K}) cached entries`)
-  expect(structSize(c.CALL_WINDOW) === c.CALL_WINDOW_SIZE, 'CALL_WINDOW_SIZE is not the size of CALL_WINDOW')
-  for (const form of ['NARROW', 'WIDE']) {
-    const [e, entry, entryHeader] = [c[`${form}_E`], c[`${form}_ENTRY`], c[`${form}_ENTRY_HEADER`]]
-    expect(structSize(entry) === e, `${form}_E (${e}) is not the size of ${form}_ENTRY`)
-    expect(entryHeader === entry + c.HEADER.slice(1), `${form}_ENTRY_HEADER is not ${form}_ENTRY then HEADER`)
-  }
-  const layout = {
-    headerBytes: c.H,
-    cachedEntries: c.K,
-    entryBytes: c.NARROW_E,
-    wideEntryBytes: c.WIDE_E,
-    wideAboveWindowUs: c.NARROW,
-    compactAt: c.COMPACT_AT,
-    maxReleaseTail: c.MAX_RELEASE_TAIL,
-  }
-  for (const [name, value] of Object.entries(layout)) expect(Number.isInteger(value), `${name} is not an integer`)
-  return layout
 }
 
 const layout = slidingLogLayout(readFileSync(join(luaDir, 'sliding-log.lua'), 'utf8'))

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
-import { slidingLogLayout } from '../../../packages/core/src/store/sliding-log-layout.generated.js'
-import { luaConstants, structSize } from '../../../scripts/lua-constants.mjs'
+import { slidingLogLayout as generatedLayout } from '../../../packages/core/src/store/sliding-log-layout.generated.js'
+import { luaConstants, slidingLogLayout, structSize } from '../../../scripts/lua-constants.mjs'
 
 // What the generator reads from a script for TypeScript code to share (scripts/lua-constants.mjs).
-describe('luaConstants and structSize (scripts/lua-constants.mjs)', () => {
+describe('luaConstants, structSize and slidingLogLayout (scripts/lua-constants.mjs)', () => {
   it('reads numbers, powers and strings, one statement or several names, values on the lines after', () => {
     const source = [
       'local H, K = 85, 4',
@@ -36,8 +36,10 @@ describe('luaConstants and structSize (scripts/lua-constants.mjs)', () => {
   })
 
   it('the generated layout is lua/sliding-log.lua’s own constants', () => {
-    const c = luaConstants(readFileSync('lua/sliding-log.lua', 'utf8'))
-    expect(slidingLogLayout).to.deep.equal({
+    const lua = readFileSync('lua/sliding-log.lua', 'utf8')
+    const c = luaConstants(lua)
+    expect(generatedLayout).to.deep.equal(slidingLogLayout(lua))
+    expect(generatedLayout).to.deep.equal({
       headerBytes: c.H,
       cachedEntries: c.K,
       entryBytes: c.NARROW_E,
@@ -46,6 +48,20 @@ describe('luaConstants and structSize (scripts/lua-constants.mjs)', () => {
       compactAt: c.COMPACT_AT,
       maxReleaseTail: c.MAX_RELEASE_TAIL,
     })
-    expect(slidingLogLayout).to.deep.include({ headerBytes: 85, entryBytes: 9, wideEntryBytes: 10, compactAt: 64 })
+    expect(generatedLayout).to.deep.include({ headerBytes: 85, entryBytes: 9, wideEntryBytes: 10, compactAt: 64 })
+  })
+
+  it('refuses a layout whose constants disagree with the formats they size, naming the constant', () => {
+    const lua = readFileSync('lua/sliding-log.lua', 'utf8')
+    const changed = (from: string, to: string) => {
+      expect(lua, from).to.include(from)
+      return () => slidingLogLayout(lua.replace(from, to))
+    }
+    expect(changed('local H, K = 85, 4', 'local H, K = 84, 4')).to.throw('H (84) is not the size of HEADER (85)')
+    expect(changed("local HEADER_AT = '-85'", "local HEADER_AT = '-84'")).to.throw('HEADER_AT (-84)')
+    expect(changed('local H, K = 85, 4', 'local H, K = 85, 3')).to.throw('does not end with K (3) cached entries')
+    expect(changed('2 ^ 37, 9,', '2 ^ 37, 10,')).to.throw('NARROW_E (10) is not the size of NARROW_ENTRY')
+    expect(changed("'>I5I4dI4", "'>I5I4I4dI4")).to.throw('NARROW_ENTRY_HEADER is not NARROW_ENTRY then HEADER')
+    expect(changed('local COMPACT_AT = 64', "local COMPACT_AT = '64'")).to.throw('compactAt is not an integer')
   })
 })
