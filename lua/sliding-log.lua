@@ -420,9 +420,8 @@ for a = 1, args do
           end
 
           -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
-          -- Twin: the fast path's head move.
           -- Times in the log (and `now` here) are µs since its base; `hold` is server µs. `exists`: the key holds a
-          -- log.
+          -- log. Twin: the fast path's head move.
           local function open(key, window)
             local form = window <= NARROW and NARROW_FORM or WIDE_FORM
             local raw = redis.call('GETRANGE', key, HEADER_AT, '-1')
