@@ -6,7 +6,11 @@
 // scripts take turns within each round, and the table gives the median of the rounds. Then the memory of one
 // key filled to its limit (MEMORY USAGE), per admitted unit, and the time of one call with a large cost, in
 // Redis and in the memory store.
+// REDIS_COST_BASELINE=<file of Lua text> adds another version of lua/sliding-log.lua (the text as sent, with the
+// same arguments and reply) to every round, taking turns with ours, and to the memory table: a change to the script
+// is measured beside the code it replaces, on the same server in the same run.
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { memoryStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
@@ -14,6 +18,7 @@ import { Redis } from 'ioredis'
 import { MAX_BATCH } from '../packages/core/src/store/call-batcher.js'
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
 import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
+import { slidingLogLayout } from '../packages/core/src/store/sliding-log-layout.generated.js'
 import { type Argument, encodeCommand, respLoad } from './resp-load.js'
 import type { PartResult } from './run.js'
 
@@ -27,7 +32,7 @@ return n`
 // Lua besides, decodes the call and the state, decides, and encodes the new state and the reply. Its reply is the
 // time, so that none of that is counted.
 const FLOOR = `local time = redis.call('TIME')
-local state = redis.call('GETRANGE', KEYS[1], '-85', '-1')
+local state = redis.call('GETRANGE', KEYS[1], '-${slidingLogLayout.headerBytes}', '-1')
 if ARGV[1] == 'write' then redis.call('SETRANGE', KEYS[1], '0', state .. '123456789') end
 return time[1] * 1000000 + time[2]`
 
@@ -66,6 +71,8 @@ export interface RedisCostOptions {
   readonly memoryLimits?: readonly number[]
   /** Calls of the large-cost table. */
   readonly largeCalls?: number
+  /** Another version of the script's text, measured beside ours (default: the file REDIS_COST_BASELINE names). */
+  readonly baselineLua?: string
 }
 
 const FULL = { requests: 200_000, rounds: 5, memoryLimits: [10_000, 100_000], largeCalls: 2_000 }
@@ -106,12 +113,20 @@ const spreadKey = (s: Scenario) => `${s.key}:${Math.floor(Math.random() * (s.key
 const consumeArgs = (limit: number, windowMs: number, cost = 1) => [windowsCall('c', cost, [{ limit, windowMs }])]
 const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl3-${windowMs}:{${key}}`
 
-/** `calls` consumes of `cost` on one key, pipelined by a thousand. */
-async function fill(client: Redis, key: string, limit: number, windowMs: number, calls: number, cost = 1) {
+/** `calls` consumes of `cost` on one key, pipelined by a thousand (by the script of `sha`, ours by default). */
+async function fill(
+  client: Redis,
+  key: string,
+  limit: number,
+  windowMs: number,
+  calls: number,
+  cost = 1,
+  sha = slidingLogScript.sha1,
+) {
   for (let done = 0; done < calls; done += 1_000) {
     const pipeline = client.pipeline()
     for (let i = done; i < Math.min(calls, done + 1_000); i++) {
-      pipeline.evalsha(slidingLogScript.sha1, 1, key, ...consumeArgs(limit, windowMs, cost))
+      pipeline.evalsha(sha, 1, key, ...consumeArgs(limit, windowMs, cost))
     }
     await pipeline.exec()
   }
@@ -119,6 +134,8 @@ async function fill(client: Redis, key: string, limit: number, windowMs: number,
 
 export async function redisCost(options: RedisCostOptions = {}): Promise<PartResult> {
   const { requests, rounds, memoryLimits, largeCalls } = { ...FULL, ...options }
+  const baselineFile = process.env.REDIS_COST_BASELINE
+  const baselineLua = options.baselineLua ?? (baselineFile ? readFileSync(baselineFile, 'utf8') : undefined)
   const server = await startRedisServer()
   const client = new Redis(server.url)
   await once(client, 'ready')
@@ -126,10 +143,12 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
     const counterSha = (await client.script('LOAD', COUNTER)) as string
     const floorSha = (await client.script('LOAD', FLOOR)) as string
     await client.script('LOAD', slidingLogScript.lua)
-    const ours = (s: Scenario) => (key: string) => [
-      ...['EVALSHA', slidingLogScript.sha1, '1', keyOf(s.windowMs, key)],
+    const baselineSha = baselineLua === undefined ? undefined : ((await client.script('LOAD', baselineLua)) as string)
+    const lone = (sha: string) => (s: Scenario) => (key: string) => [
+      ...['EVALSHA', sha, '1', keyOf(s.windowMs, key)],
       ...consumeArgs(s.limit, s.windowMs),
     ]
+    const ours = lone(slidingLogScript.sha1)
     const counter = (s: Scenario) => (key: string) => ['EVALSHA', counterSha, '1', `counter:{${key}}`, s.windowMs]
     // A filled key denies every call: the floor reads its log, as our denial does. Elsewhere it reads and writes
     // keys of its own (a state of 94 bytes, as a new log's), which ours never reads.
@@ -138,35 +157,54 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         ? ['EVALSHA', floorSha, '1', keyOf(s.windowMs, key), 'read']
         : ['EVALSHA', floorSha, '1', `floor:{${key}}`, 'write']
     // As redisStore sends the calls a process makes at once: RUN calls of one script run (on cold keys, RUN keys).
-    const inRuns = (s: Scenario) => (key: string) => {
+    const runsOf = (sha: string) => (s: Scenario) => (key: string) => {
       const keys = Array.from({ length: RUN }, (_, i) => (s.keys === undefined || i === 0 ? key : spreadKey(s)))
       return [
-        ...['EVALSHA', slidingLogScript.sha1, String(RUN), ...keys.map((k) => keyOf(s.windowMs, k))],
+        ...['EVALSHA', sha, String(RUN), ...keys.map((k) => keyOf(s.windowMs, k))],
         Buffer.concat(keys.flatMap(() => consumeArgs(s.limit, s.windowMs))),
       ]
     }
+    const inRuns = runsOf(slidingLogScript.sha1)
     const rows = []
     for (const scenario of SCENARIOS) {
-      const samples = { counter: [] as number[], floor: [] as number[], ours: [] as number[], inRuns: [] as number[] }
-      for (let round = 0; round < rounds; round++) {
+      const samples = {
+        counter: [] as number[],
+        floor: [] as number[],
+        ours: [] as number[],
+        inRuns: [] as number[],
+        baseline: [] as number[],
+        baselineInRuns: [] as number[],
+      }
+      const refill = async () => {
         await client.flushall()
         if (scenario.fill) {
           await fill(client, keyOf(scenario.windowMs, scenario.key), scenario.limit, scenario.windowMs, scenario.fill)
         }
+      }
+      const runs = Math.ceil(requests / RUN)
+      for (let round = 0; round < rounds; round++) {
+        await refill()
         samples.ours.push(await usecPerCall(server.port, client, ours(scenario), scenario, requests))
         samples.counter.push(await usecPerCall(server.port, client, counter(scenario), scenario, requests))
         samples.floor.push(await usecPerCall(server.port, client, floor(scenario), scenario, requests))
-        if (scenario.fill) {
-          await client.flushall()
-          await fill(client, keyOf(scenario.windowMs, scenario.key), scenario.limit, scenario.windowMs, scenario.fill)
+        if (baselineSha !== undefined) {
+          await refill()
+          samples.baseline.push(await usecPerCall(server.port, client, lone(baselineSha)(scenario), scenario, requests))
         }
-        const runs = Math.ceil(requests / RUN)
+        await refill()
         samples.inRuns.push((await usecPerCall(server.port, client, inRuns(scenario), scenario, runs)) / RUN)
+        if (baselineSha !== undefined) {
+          await refill()
+          const us = await usecPerCall(server.port, client, runsOf(baselineSha)(scenario), scenario, runs)
+          samples.baselineInRuns.push(us / RUN)
+        }
       }
       const counterUs = median(samples.counter)
       const floorUs = median(samples.floor)
       const oursUs = median(samples.ours)
       const inRunsUs = median(samples.inRuns)
+      const baselineUs = median(samples.baseline)
+      const baselineInRunsUs = median(samples.baselineInRuns)
       rows.push({
         scenario: scenario.name,
         counterUs,
@@ -176,6 +214,7 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         ratio: oursUs / counterUs,
         inRunsUs,
         inRunsRatio: inRunsUs / counterUs,
+        ...(baselineSha === undefined ? {} : { baselineUs, baselineInRunsUs }),
         samples,
       })
     }
@@ -191,9 +230,15 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       await client.flushall()
       await fill(client, key, limit, 600_000, limit / 1_000, 1_000)
       const bytesPerThousand = await usage()
+      let baselineBytes: number | undefined
+      if (baselineSha !== undefined) {
+        await client.flushall()
+        await fill(client, key, limit, 600_000, limit, 1, baselineSha)
+        baselineBytes = await usage()
+      }
       await client.set('counter:{memory}', String(limit))
       const counterBytes = Number(await client.call('MEMORY', 'USAGE', 'counter:{memory}', 'SAMPLES', '0'))
-      memory.push({ limit, bytes, perUnit: bytes / limit, bytesPerThousand, counterBytes })
+      memory.push({ limit, bytes, perUnit: bytes / limit, bytesPerThousand, counterBytes, baselineBytes })
     }
 
     // Calls of a cost of 1 000 000 at a limit of 1e9, beside calls of a cost of 1: Redis time per call, and the
@@ -219,6 +264,27 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       memoryUs.push({ median: at(0.5), p99: at(0.99), max: at(1) })
     }
     const us = (n: number | undefined) => `${(n ?? 0).toFixed(1)} µs`
+    const pct = (ours: number, base: number) => `${(((ours - base) / base) * 100).toFixed(1)}%`
+    const beside =
+      baselineSha === undefined
+        ? []
+        : [
+            `Beside the baseline script (REDIS_COST_BASELINE, ${Buffer.byteLength(baselineLua ?? '')} bytes; ours ${Buffer.byteLength(slidingLogScript.lua)} bytes),`,
+            'the same calls in the same rounds, taking turns (median of the rounds):',
+            '',
+            '| scenario | baseline alone (µs) | ours alone (µs) | change | baseline in runs, per decision (µs) | ours in runs (µs) | change |',
+            '|---|---|---|---|---|---|---|',
+            ...rows.map(
+              (r) =>
+                `| ${r.scenario} | ${(r.baselineUs ?? 0).toFixed(2)} | ${r.oursUs.toFixed(2)} | ${pct(r.oursUs, r.baselineUs ?? 0)} | ${(r.baselineInRunsUs ?? 0).toFixed(2)} | ${r.inRunsUs.toFixed(2)} | ${pct(r.inRunsUs, r.baselineInRunsUs ?? 0)} |`,
+            ),
+            '',
+            ...memory.map(
+              (m) =>
+                `Memory of a key filled to ${m.limit.toLocaleString('en')}, one unit per call: baseline ${(m.baselineBytes ?? 0).toLocaleString('en')} B, ours ${m.bytes.toLocaleString('en')} B.`,
+            ),
+            '',
+          ]
 
     const markdown = [
       `Redis time per call: \`INFO commandstats\` usec_per_call of \`evalsha\` after ${requests.toLocaleString('en')} calls`,
@@ -257,6 +323,7 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         (q) => `| memoryStore: Node time per call, ${q} | ${us(memoryUs[0]?.[q])} | ${us(memoryUs[1]?.[q])} |`,
       ),
       '',
+      ...beside,
     ].join('\n')
     return {
       title: 'Redis cost: server time and memory per decision',

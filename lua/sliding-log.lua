@@ -78,7 +78,12 @@
 -- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
 -- maxmemory, as it refuses any write, instead of letting its writes through.
 
+-- The layout constants (H, K, the entry sizes, NARROW, COMPACT_AT, MAX_RELEASE_TAIL) are written here alone:
+-- scripts/gen-lua.mjs checks them against the formats they size and gives them to TypeScript code (the memory
+-- store's log follows the same compaction and release rules) in store/sliding-log-layout.generated.ts.
 local H, K = 85, 4
+-- GETRANGE's start of the header: the last H bytes.
+local HEADER_AT = '-85'
 local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 -- The header to its first cached entry, then the other three: a hot key's denial needs only the first part.
 local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
@@ -99,7 +104,7 @@ local M32 = 4294967296
 -- and says so), so that its work stays bounded.
 local MAX_RELEASE_TAIL = 2000
 -- A log is rewritten without its out-of-window entries once at least this many have left and they outnumber the
--- live ones (the memory store's twin: COMPACT_AT in packages/core/src/store/sliding-log.ts).
+-- live ones.
 local COMPACT_AT = 64
 -- The entries a hot key's call reads when its window slid past more than the next few (a burst leaving it).
 local LONG_READ = 128
@@ -111,13 +116,14 @@ local args = #ARGV
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2]
 
--- Within a run, the fast path keeps the header it last read or wrote of one key (seen_key), decoded (the s_ values;
--- s_exists false for no key), and holds back its last write to that key (due: the newest entry and the header, of
--- s_entry_header's format, at due_at) until a call needs another key, the general code runs or the run ends: the
--- calls of a run on one hot key then read it once, decode it once and write it once (they all record at the same
--- time, so each admission after the first changes the same entry and the header). `single`: the run is one call.
-local seen_key, s_exists, s_entry_header, due_at, due, write_due, single
-local s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4
+-- The fast path's view of one key (seen_key): its header, decoded (`exists` false for no key), as the fast path last
+-- read it, moved its head or wrote it. Within a run it stays there for the next call on that key, and the fast path
+-- holds back its last write to the key (due: the newest entry and the header, of due_header's format, at due_at)
+-- until a call needs another key, the general code runs or the run ends: the calls of a run on one hot key then
+-- read it once, decode it once and write it once (they all record at the same time, so each admission after the
+-- first changes the same entry and the header). `single`: the run is one call.
+local seen_key, due_header, due_at, due, write_due, single
+local exists, base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4
 
 -- Each call in turn, at the same server time: a call's keys follow the previous call's. An error about a key ends
 -- its call before it writes anything (the general code reads every key before it writes one; the fast path fails on
@@ -145,29 +151,34 @@ for a = 1, args do
       single = args == 1 and size == #A
     end
     local nk = op == 'l' and 1 or (size - 19) / (op == 'r' and 16 or 25)
-    local reply
+    -- `at`: a denial by the fast path, whose reply follows the loop below (the time of the entry that must leave the
+    -- window first, `used` the units in the window).
+    local reply, at, used, rel
     -- One window, consume or peek, on a key not held: the common call, answered in straight-line code from the
     -- header (and, when the cached entries have all left the window, one read of the next few, or of the next
     -- LONG_READ if those have left too). Anything rarer (a hold, a block due, a rewrite due, a wait beyond the cached
     -- entries, no live entry in those reads) falls through to the general code below, which reads the header again
     -- and handles every case; nothing is written before.
+    -- Each rule the fast path applies is also the general code's, and each such piece names its twin ("Twin:"). A
+    -- test-only copy of the script with the gate below always true (test/support/general-path-script.ts) runs every
+    -- model schedule and batch fuzz case beside this one, comparing replies and stored bytes.
     repeat
       if deadline > 0 and now > deadline then
         reply = pack('>bdI4', -1, now, 0)
         break
       end
+      -- The fast path's gate.
       if nk ~= 1 or (op ~= 'c' and op ~= 'p') then
         break
       end
       local key = KEYS[k]
       window = window * 1000
-      local base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4, raw, rest
-      local rel, edge, exists
+      local raw, rest, edge
       if key ~= seen_key then
         if due then
           write_due()
         end
-        raw = redis.pcall('GETRANGE', key, '-85', '-1')
+        raw = redis.pcall('GETRANGE', key, HEADER_AT, '-1')
         if type(raw) ~= 'string' then
           -- An error about this key (WRONGTYPE, say): it fails this call alone, its message after the status.
           local message = tostring(raw.err)
@@ -182,29 +193,20 @@ for a = 1, args do
           end
         else
           if exists then
-            s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3,
-              s_t4, s_c4 = unpack(HEADER, raw)
+            base, n, head, cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4 = unpack(HEADER, raw)
           end
-          seen_key, s_exists = key, exists
-        end
-      end
-      if not single then
-        exists = s_exists
-        if exists then
-          base, n, head, cum0, total, newest, expires, hold, kc = s_base, s_n, s_head, s_cum0, s_total, s_newest,
-            s_expires, s_hold, s_kc
-          t1, c1, t2, c2, t3, c3, t4, c4 = s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4
+          seen_key = key
         end
       end
       if exists then
         rel = now - base
         edge = rel - window
         if hold <= now and kc > 0 and t1 > edge and n > 0 and newest > edge and (op == 'p' or block == 0) then
-          -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost.
-          local used = (total - cum0) % M32
+          -- The hot key's denial: the first cached entry is live, and it alone makes room for the cost (the denial from
+          -- the cached entries below, before reading the rest of them).
+          used = (total - cum0) % M32
           if used + units > limit and (c1 - cum0) % M32 >= used + units - limit then
-            reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((t1 + window - rel) / 1000),
-              ceil((newest + window - rel) / 1000), 0)
+            at = t1
             break
           end
         end
@@ -219,6 +221,7 @@ for a = 1, args do
       end
       if not exists or (hold <= now and (n == 0 or newest <= edge)) then
         -- A new key, or one with no hold whose entries have all left the window: it starts anew.
+        -- Twin: record() of an empty log.
         if op == 'p' then
           reply = pack(REPLY, 1, now, 0, 1, limit, 0, 0, 0)
           break
@@ -232,16 +235,15 @@ for a = 1, args do
         end
         redis.call('SET', key, log, 'PX', format('%d', ttl))
         if not single then
-          s_exists, s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = true, now, 1, 0, 0, total1, 0,
-            ttl * 1000, 0, 1
-          s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = 0, total1, 0, 0, 0, 0, 0, 0
+          exists, base, n, head, cum0, total, newest, expires, hold, kc = true, now, 1, 0, 0, total1, 0, ttl * 1000, 0, 1
+          t1, c1, t2, c2, t3, c3, t4, c4 = 0, total1, 0, 0, 0, 0, 0, 0
         end
         reply = pack(REPLY, 1, now, units, 1, limit - units, 0, ceil(window / 1000), now)
         break
       end
       if hold <= now then
         -- The head moves past cached entries that have left the window; with none left, the next few are read (and,
-        -- when all of those have left too, a longer run of them).
+        -- when all of those have left too, a longer run of them). Twin: open().
         while kc > 0 and t1 <= edge do
           head, cum0, kc = head + 1, c1, kc - 1
           t1, c1, t2, c2, t3, c3, t4, c4 = t2, c2, t3, c3, t4, c4, 0, 0
@@ -291,15 +293,20 @@ for a = 1, args do
           end
           fast = kc > 0
         end
-        local used = (total - cum0) % M32
+        used = (total - cum0) % M32
         if fast and used + units <= limit then
           if op == 'p' then
             local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
             reply = pack(REPLY, 1, now, 0, 1, limit - used, 0, reset, 0)
             break
           end
+          -- Twin: record() (the entry merged into the newest or added after it, the TTL once a window).
           if not ((head >= COMPACT_AT and head * 2 > n) or rel > rebase) then
             local ts = math.max(rel, newest)
+            if due and ts ~= newest then
+              -- The write held back is of an older entry, which this one does not cover.
+              write_due()
+            end
             total = (total + units) % M32
             if ts == newest then
               if head + kc == n then
@@ -337,29 +344,24 @@ for a = 1, args do
               redis.call('SETRANGE', key, format('%d', (n - 1) * e), pack(entry_header, ts, total, base, n, head, cum0,
                 total, ts, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
             else
-              if due and due_at ~= (n - 1) * e then
-                -- The write held back is of an older entry, which this one does not cover.
-                write_due()
-              elseif not write_due then
+              if not write_due then
                 -- Made once, at a run's first held-back write: a closure made on every call would slow each lone call.
+                -- Twin of the lone call's write just above.
                 write_due = function()
-                  redis.call('SETRANGE', seen_key, format('%d', due_at), pack(s_entry_header, s_newest, s_total, s_base,
-                    s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc, s_t1, s_c1, s_t2, s_c2, s_t3, s_c3,
-                    s_t4, s_c4))
+                  redis.call('SETRANGE', seen_key, format('%d', due_at), pack(due_header, newest, total, base, n, head,
+                    cum0, total, newest, expires, hold, kc, t1, c1, t2, c2, t3, c3, t4, c4))
                   due = nil
                 end
               end
-              s_base, s_n, s_head, s_cum0, s_total, s_newest, s_expires, s_hold, s_kc = base, n, head, cum0, total, ts,
-                expires, hold, kc
-              s_t1, s_c1, s_t2, s_c2, s_t3, s_c3, s_t4, s_c4 = t1, c1, t2, c2, t3, c3, t4, c4
-              due_at, due, s_entry_header = (n - 1) * e, true, entry_header
+              newest, due_at, due, due_header = ts, (n - 1) * e, true, entry_header
             end
             reply = pack(REPLY, 1, now, units, 1, limit - used - units, 0, ceil((ts + window - rel) / 1000), base + ts)
             break
           end
         elseif fast and (op == 'p' or block == 0) then
           -- Denied (and no block due): the entry that holds the (used + units - limit)-th oldest unit must leave first.
-          local nth, at = used + units - limit, nil
+          -- Twin: answer().
+          local nth = used + units - limit
           if kc >= 1 and (c1 - cum0) % M32 >= nth then
             at = t1
           elseif kc >= 2 and (c2 - cum0) % M32 >= nth then
@@ -369,14 +371,14 @@ for a = 1, args do
           elseif kc >= 4 and (c4 - cum0) % M32 >= nth then
             at = t4
           end
-          if at then
-            local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
-            reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
-            break
-          end
         end
       end
     until true
+    if at then
+      -- The fast path's denials, from the entry that must leave the window first. Twin: answer().
+      local reset = used > 0 and ceil((newest + window - rel) / 1000) or 0
+      reply = pack(REPLY, 0, now, 0, 0, math.max(0, limit - used), ceil((at + window - rel) / 1000), reset, 0)
+    end
     if not reply then
       if due then
         write_due()
@@ -419,10 +421,10 @@ for a = 1, args do
 
           -- Reads a key's log and moves its head to the first entry inside the window (in memory: a write stores it).
           -- Times in the log (and `now` here) are µs since its base; `hold` is server µs. `exists`: the key holds a
-          -- log.
+          -- log. Twin: the fast path's head move.
           local function open(key, window)
             local form = window <= NARROW and NARROW_FORM or WIDE_FORM
-            local raw = redis.call('GETRANGE', key, '-85', '-1')
+            local raw = redis.call('GETRANGE', key, HEADER_AT, '-1')
             if #raw ~= H then
               return { key = key, window = window, form = form, n = 0, used = 0, hold = 0, exists = false }
             end
@@ -507,6 +509,7 @@ for a = 1, args do
 
           -- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs,
           -- resetMs, and whether the window itself has room (a held key has room, yet is denied).
+          -- Twin: the fast path's denial (its reply follows the fast path's loop) and its peek.
           local function answer(log, limit, cost)
             local allowed, remaining, retry, reset = 1, limit, 0, 0
             if log.n > 0 then
@@ -551,7 +554,7 @@ for a = 1, args do
           end
 
           -- Records `count` units at `at` (server µs, >= now) or at the newest entry's time if later; returns that
-          -- time.
+          -- time. Twin: the fast path's admission, and its new key for an empty log.
           local function record(log, count, at)
             local window = log.window
             if log.n == 0 then

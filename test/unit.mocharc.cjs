@@ -15,6 +15,7 @@ module.exports = {
     'test/core/limiter/limiter.test.ts',
     'test/core/limiter/policy.test.ts',
     'test/core/lua/lean-lua.test.ts',
+    'test/core/lua/lua-constants.test.ts',
     'test/core/store/call-batcher.test.ts',
     'test/core/store/call-gate.test.ts',
     'test/core/store/memory-store.test.ts',

@@ -9,6 +9,7 @@ import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
 import { PEERS } from '../../bench/peers.js'
 import { redisCost } from '../../bench/redis-cost.js'
+import { slidingLogScript } from '../../packages/core/src/store/scripts.generated.js'
 
 const expectFinite = (value: unknown, what: string) =>
   expect(Number.isFinite(value), `${what}: ${value}`).to.equal(true)
@@ -96,10 +97,25 @@ describe('bench parts at a tiny size', () => {
 
   it('redis-cost: the counter, the floor and ours timed in every scenario (ours alone and in runs), and the memory of a filled key', async function () {
     this.timeout(60_000)
-    const { data } = await redisCost({ requests: 2_000, rounds: 1, memoryLimits: [2_000], largeCalls: 20 })
+    // The script as sent is also given as the baseline, to time the baseline's turns too.
+    const { data } = await redisCost({
+      requests: 2_000,
+      rounds: 1,
+      memoryLimits: [2_000],
+      largeCalls: 20,
+      baselineLua: slidingLogScript.lua,
+    })
     const { rows, memory, large } = data as {
-      rows: { scenario: string; counterUs: number; floorUs: number; oursUs: number; inRunsUs: number }[]
-      memory: { limit: number; bytes: number; bytesPerThousand: number }[]
+      rows: {
+        scenario: string
+        counterUs: number
+        floorUs: number
+        oursUs: number
+        inRunsUs: number
+        baselineUs: number
+        baselineInRunsUs: number
+      }[]
+      memory: { limit: number; bytes: number; bytesPerThousand: number; baselineBytes: number }[]
       large: { redisUs: number[]; memoryUs: { median: number; p99: number; max: number }[] }
     }
     expect(rows).to.have.length(3)
@@ -108,8 +124,11 @@ describe('bench parts at a tiny size', () => {
       expect(row.floorUs, row.scenario).to.be.greaterThan(0)
       expect(row.oursUs, row.scenario).to.be.greaterThan(0)
       expect(row.inRunsUs, row.scenario).to.be.greaterThan(0)
+      expect(row.baselineUs, row.scenario).to.be.greaterThan(0)
+      expect(row.baselineInRunsUs, row.scenario).to.be.greaterThan(0)
     }
     expect(memory.map((m) => m.limit)).to.deep.equal([2_000])
+    expect(memory[0]?.baselineBytes, 'the same script fills a key to the same bytes').to.equal(memory[0]?.bytes)
     // One entry of 9 bytes per call, whatever its cost.
     expect(memory[0]?.bytes).to.be.greaterThan(2_000 * 9)
     expect(memory[0]?.bytesPerThousand).to.be.below(2_000)

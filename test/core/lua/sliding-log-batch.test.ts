@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { readSlidingLog, splitRun } from '../../../packages/core/src/store/sliding-log-call.js'
+import { withoutFastPath } from '../../support/general-path-script.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { textCall } from '../../support/sliding-log-call.js'
 import { withTestClock } from '../../support/test-clock-script.js'
@@ -38,6 +39,15 @@ const arbitraryCall: fc.Arbitrary<RunCall> = fc.oneof(
   fc.integer({ min: 1, max: 400 }).map((ms) => ({ keys: [1], args: ['z', ms, 0, 1, WINDOWS_MS[0], '0'], windows: 0 })),
 )
 
+/** A call's reply decoded (so that a difference names its field), or its bytes when it is an error. */
+function decoded(reply: Buffer | undefined, call: RunCall): unknown {
+  try {
+    return reply && readSlidingLog(reply, call.windows)
+  } catch {
+    return reply?.toString('hex')
+  }
+}
+
 describe('lua/sliding-log.lua: several calls in one run', () => {
   let redis: Redis
   before(() => {
@@ -46,6 +56,8 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
   after(() => redis.quit())
 
   const script = withTestClock(slidingLogScript)
+  // The same script with its fast path off: every call decided by the general code.
+  const general = withTestClock(withoutFastPath(slidingLogScript))
   const clockArgs = (nowUs: number) => {
     const seconds = Math.floor(nowUs / 1_000_000)
     return [String(seconds), String(nowUs - seconds * 1_000_000)]
@@ -54,9 +66,14 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
    * Runs `calls` on `keys` at `nowUs` as one run, in one argument as a store sends them (the other tests here send
    * one call per argument, which the script takes too); each call's reply.
    */
-  async function run(keys: readonly string[], calls: readonly RunCall[], nowUs: number): Promise<Buffer[]> {
+  async function run(
+    keys: readonly string[],
+    calls: readonly RunCall[],
+    nowUs: number,
+    fastPath = true,
+  ): Promise<Buffer[]> {
     const reply = await createScriptRunner(redis).runBuffer(
-      script,
+      fastPath ? script : general,
       calls.flatMap((call) => call.keys.map((k) => keys[k] as string)),
       [Buffer.concat(calls.map((call) => textCall(call.args))), ...clockArgs(nowUs)],
     )
@@ -66,7 +83,7 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
     )
   }
 
-  it('answers each call and leaves each key exactly as the same calls made one at a time at that instant', async function () {
+  it('answers each call and leaves each key exactly as the same calls made one at a time at that instant, fast path on or off', async function () {
     this.timeout(120_000)
     let compared = 0
     await fc.assert(
@@ -77,23 +94,34 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
           const tag = uniquePrefix()
           const together = [0, 1, 2].map((i) => `{${tag}-a}:${i}`)
           const alone = [0, 1, 2].map((i) => `{${tag}-b}:${i}`)
+          // The same history and the same run with the fast path off.
+          const generalKeys = [0, 1, 2].map((i) => `{${tag}-c}:${i}`)
           let nowUs = 1_700_000_000_000_000
           for (const { call, afterUs } of before) {
             nowUs += afterUs
             for (const keys of [together, alone]) await run(keys, [call], nowUs)
+            await run(generalKeys, [call], nowUs, false)
           }
           nowUs += 1
           const replies = await run(together, batch, nowUs)
+          const repliesOff = await run(generalKeys, batch, nowUs, false)
           for (const [i, call] of batch.entries()) {
             const [one] = await run(alone, [call], nowUs)
-            expect(replies[i]?.toString('hex'), `call ${i} (${call.args.join(' ')})`).to.equal(one?.toString('hex'))
+            const what = `call ${i} (${call.args.join(' ')})`
+            expect(replies[i]?.toString('hex'), what).to.equal(one?.toString('hex'))
+            const [off, single] = [decoded(repliesOff[i], call), decoded(one, call)]
+            const shown = `${JSON.stringify(off)}, alone: ${JSON.stringify(single)}`
+            expect(off, `${what}, fast path off: ${shown}`).to.deep.equal(single)
+            expect(repliesOff[i]?.toString('hex'), `${what}, fast path off`).to.equal(one?.toString('hex'))
           }
           for (const i of [0, 1, 2]) {
-            const [a, b] = await Promise.all([
+            const [a, b, c] = await Promise.all([
               redis.getBuffer(together[i] as string),
               redis.getBuffer(alone[i] as string),
+              redis.getBuffer(generalKeys[i] as string),
             ])
             expect(a?.toString('hex'), `key ${i}`).to.equal(b?.toString('hex'))
+            expect(c?.toString('hex'), `key ${i}, fast path off`).to.equal(b?.toString('hex'))
           }
           compared += batch.length
         },

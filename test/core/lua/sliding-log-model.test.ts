@@ -2,9 +2,10 @@ import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
-import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
+import { createScriptRunner, type LuaScript } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { readSlidingLog } from '../../../packages/core/src/store/sliding-log-call.js'
+import { withoutFastPath } from '../../support/general-path-script.js'
 import { commandCalls, redisClient, uniquePrefix } from '../../support/redis.js'
 import { textCall } from '../../support/sliding-log-call.js'
 import {
@@ -17,20 +18,44 @@ import {
 } from '../../support/sliding-log-model.js'
 import { withTestClock } from '../../support/test-clock-script.js'
 
-describe('lua/sliding-log.lua against a reference model (fast-check, the test’s clock)', () => {
+describe('lua/sliding-log.lua against a reference model (fast-check, the test’s clock, fast path on and off)', () => {
   let redis: Redis
   before(() => {
     redis = redisClient()
   })
   after(() => redis.quit())
 
-  /** The script on the test's clock, as a model subject (on the shared server, or on the client given). */
-  function scriptSubject(client: Redis = redis): ModelSubject {
-    const script = withTestClock(slidingLogScript)
+  /**
+   * The script on the test's clock, as a model subject (on the shared server, or on the client given). Each call
+   * also runs with the fast path off (every call decided by the general code) on twin keys: the two replies, and
+   * the bytes each leaves stored, must be equal, so the model checks both paths at once (unless `mirror` is false).
+   * `script`: the script as sent, on the test's clock, unless a test gives another.
+   */
+  function scriptSubject(
+    client: Redis = redis,
+    mirror = true,
+    script: LuaScript = withTestClock(slidingLogScript),
+  ): ModelSubject {
+    const general = withTestClock(withoutFastPath(slidingLogScript))
     const runner = createScriptRunner(client)
+    const twin = (key: string) => `${key}:general`
     let clock: string[] = []
-    const run = async (keys: string[], args: (string | number)[], windows: number) =>
-      readSlidingLog(await runner.runBuffer(script, keys, [textCall(args), ...clock]), windows)
+    const run = async (keys: string[], args: (string | number)[], windows: number) => {
+      const call = [textCall(args), ...clock]
+      const fast = await runner.runBuffer(script, keys, call)
+      if (!mirror) return readSlidingLog(fast, windows)
+      const slow = await runner.runBuffer(general, keys.map(twin), call)
+      const what = `${args.join(' ')}, fast path off`
+      // Decoded first, so that a difference names its field; then every byte.
+      const [off, on] = [readSlidingLog(slow, windows), readSlidingLog(fast, windows)]
+      expect(off, `reply of ${what}: ${JSON.stringify(off)}, fast path on: ${JSON.stringify(on)}`).to.deep.equal(on)
+      expect(slow.toString('hex'), `reply bytes of ${what}`).to.equal(fast.toString('hex'))
+      for (const key of keys) {
+        const [stored, storedOff] = await Promise.all([client.getBuffer(key), client.getBuffer(twin(key))])
+        expect(storedOff?.toString('hex'), `bytes of ${key} after ${what}`).to.equal(stored?.toString('hex'))
+      }
+      return readSlidingLog(fast, windows)
+    }
     return {
       setNow(nowUs) {
         const seconds = Math.floor(nowUs / 1_000_000)
@@ -75,11 +100,45 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
         compared += await compareWithModel(subject, keys, limits, windowsMs, steps, 1, (actual, expected, what) =>
           expect(actual, what).to.deep.equal(expected),
         )
-        await redis.del(...keys)
+        await redis.del(...keys, ...keys.map((key) => `${key}:general`))
       }),
       { numRuns: 60 },
     )
     expect(compared, 'decisions checked against the model').to.be.greaterThan(5_000)
+  })
+
+  it('a fast path 1 µs off the general code in its denial wait fails the comparison with the fast path off', async () => {
+    // The fast path's denial wait, made 1 µs later; the general code's copy (answer(), after it) is left as it is.
+    const clocked = withTestClock(slidingLogScript)
+    const from = 'ceil((at + window - rel) / 1000)'
+    const at = clocked.lua.indexOf(from)
+    expect(clocked.lua.indexOf(from, at + 1), 'the general code’s copy, after the fast path’s').to.be.greaterThan(at)
+    const lua = `${clocked.lua.slice(0, at)}ceil((at + 1 + window - rel) / 1000)${clocked.lua.slice(at + from.length)}`
+    const broken = { ...clocked, name: 'broken', lua }
+    const check = (actual: unknown, expected: unknown, what: string) => expect(actual, what).to.deep.equal(expected)
+    const schedules = {
+      // The hot key's denial: a limit of 1, and a second call in the same microsecond.
+      'hot key': { limit: 1, steps: [consumeStep('same', 0), consumeStep('same', 0)] },
+      // The denial from the cached entries: a limit of 2, two calls 1 µs apart, then a cost of 2 (the first entry
+      // alone does not make room for it).
+      'cached entries': {
+        limit: 2,
+        steps: [consumeStep('same', 0), consumeStep('advance', 1), { ...consumeStep('same', 0), cost: 2 }],
+      },
+    }
+    for (const [name, { limit, steps }] of Object.entries(schedules)) {
+      const keys = () => {
+        const tag = `{${uniquePrefix()}}`
+        return [`${tag}:a`, `${tag}:b`] as const
+      }
+      const run = (subject: ModelSubject) => compareWithModel(subject, keys(), [limit, limit], [1, 1], steps, 1, check)
+      expect(await run(scriptSubject()), `${name}: the script as sent`).to.equal(steps.length)
+      const failure = await run(scriptSubject(redis, true, broken)).catch((error: unknown) => error)
+      expect(failure, name)
+        .to.be.instanceOf(Error)
+        .with.property('message')
+        .match(/fast path off: .*"retryAfterMs":1,.*, fast path on: .*"retryAfterMs":2,/)
+    }
   })
 
   it('a window that slides past a burst at once stays exact, and the next call finds its first live entry in one longer read', async () => {
@@ -100,7 +159,7 @@ describe('lua/sliding-log.lua against a reference model (fast-check, the test’
     const server = await startRedisServer()
     const own = new Redis(server.url)
     try {
-      const counted = scriptSubject(own)
+      const counted = scriptSubject(own, false)
       await compareWithModel(counted, keys, [40, 40], [1_000, 1_000], burst, 1, check)
       const getranges = async () => (await commandCalls(own))('getrange')
       const before = await getranges()

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
-import { COMPACT_AT, SlidingLog } from '../../../packages/core/src/store/sliding-log.js'
+import { COMPACT_AT, MAX_REFUND_TAIL, SlidingLog } from '../../../packages/core/src/store/sliding-log.js'
+import { luaConstants } from '../../../scripts/lua-constants.mjs'
 
 /** The log's private layout: its entries (time, running total) and how many of them have left the window. */
 const layout = (log: SlidingLog) => log as unknown as { log: number[]; head: number }
@@ -23,9 +24,10 @@ describe('SlidingLog (the memory store’s log)', () => {
     expect(below.log).to.have.length(2 * COMPACT_AT)
   })
 
-  it('the script compacts at the same count', () => {
+  it('takes COMPACT_AT and MAX_REFUND_TAIL from the script, which applies the same rule in both its paths', () => {
     const lua = readFileSync('lua/sliding-log.lua', 'utf8')
-    expect(lua).to.include(`local COMPACT_AT = ${COMPACT_AT}\n`)
+    const constants = luaConstants(lua)
+    expect([COMPACT_AT, MAX_REFUND_TAIL]).to.deep.equal([constants.COMPACT_AT, constants.MAX_RELEASE_TAIL])
     expect(lua.match(/head >= COMPACT_AT and head \* 2 > n/g)).to.have.length(2)
   })
 })

@@ -1,3 +1,4 @@
+import { slidingLogLayout } from './sliding-log-layout.generated.js'
 import type { WindowResult } from './store.js'
 
 // Above this many units dropped from the front, the running totals are rebased, so they stay exact
@@ -5,16 +6,16 @@ import type { WindowResult } from './store.js'
 const REBASE_AT = 2 ** 50
 
 /**
- * A log is compacted once at least this many entries have left the window and they outnumber the live ones, as
- * lua/sliding-log.lua's COMPACT_AT: memory follows the live entries, and a compaction is rare.
+ * A log is compacted once at least this many entries have left the window and they outnumber the live ones:
+ * lua/sliding-log.lua's COMPACT_AT, read from the script. Memory follows the live entries, and a compaction is rare.
  */
-export const COMPACT_AT = 64
+export const COMPACT_AT: number = slidingLogLayout.compactAt
 
 /**
  * A refund rewrites the running total of every entry after the one it changes: with more entries after it than
- * this, it changes nothing and says so ('too-deep'), as lua/sliding-log.lua's MAX_RELEASE_TAIL does.
+ * this, it changes nothing and says so ('too-deep'): lua/sliding-log.lua's MAX_RELEASE_TAIL, read from the script.
  */
-export const MAX_REFUND_TAIL = 2_000
+export const MAX_REFUND_TAIL: number = slidingLogLayout.maxReleaseTail
 
 /**
  * One key's sliding-window log in process memory, run-length: one entry per admission time (ms), oldest
