@@ -349,6 +349,29 @@ describe('createRateLimiter on the memory store (fake timers)', () => {
     })
   })
 
+  describe('leases', () => {
+    it('one lease call serves the calls that arrive meanwhile; its unused units go back at its expiry', async () => {
+      const store = memoryStore()
+      const storeLease = sinon.spy(store, 'lease')
+      // A lease of 4 units lives window / 50 = 20 ms.
+      const limiter = createRateLimiter({ store, limit: 10, window: 1_000, local: { lease: 4 } })
+      const decisions = await Promise.all([limiter.consume('t'), limiter.consume('t'), limiter.consume('t')])
+      expect(decisions.map((d) => [d.source, d.remaining])).to.deep.equal([
+        ['store', 9],
+        ['local', 8],
+        ['local', 7],
+      ])
+      expect(storeLease.callCount).to.equal(1)
+      expect(limiter.stats()).to.include({ storeCalls: 1, localHits: 2, leasedUnits: 4, leaseUsedUnits: 3 })
+      // A decision made from the lease is refunded in the shared window: 4 leased, 1 refunded.
+      expect(await limiter.refund(decisions[2] as Decision)).to.deep.equal({ units: 1, outcome: 'refunded' })
+      expect(await limiter.peek('t')).to.include({ remaining: 7 })
+      await clock.tickAsync(20)
+      expect(await limiter.peek('t')).to.include({ remaining: 8 })
+      expect(limiter.stats()).to.include({ releaseCalls: 1, returnedUnits: 1 })
+    })
+  })
+
   describe('refund', () => {
     it('says why it removed nothing: a denial, an object it made none of, a store without refunds, units gone', async () => {
       const limiter = createRateLimiter({ limit: 1, window: 1_000, local: false })
