@@ -322,7 +322,9 @@ describe('createRateLimiter on the memory store (fake timers)', () => {
 
   describe('peek, reset and the deny cache', () => {
     it('peek reports one unit without consuming; reset forgets the window and the cached denial', async () => {
-      const limiter = createRateLimiter({ limit: 2, window: 1_000 })
+      // A store that says nothing of changed keys: the limiter itself drops the cached denial of the key it resets.
+      const { onKeyChange: _, ...silent } = memoryStore()
+      const limiter = createRateLimiter({ store: silent as Store, limit: 2, window: 1_000 })
       expect(await limiter.peek('t')).to.include({ allowed: true, remaining: 2, resetMs: 0 })
       expect(await limiter.peek('t', { limit: 5 })).to.include({ allowed: true, remaining: 5, limit: 5 })
       await limiter.consume('t')
@@ -473,6 +475,33 @@ describe('createRateLimiter on the memory store (fake timers)', () => {
       })
     })
 
+    it('an in-process store that refuses a call (maxKeys) is failed over like any other', async () => {
+      const options = { store: memoryStore({ maxKeys: 1 }), limit: 5, window: 1_000, logger: quiet }
+      const open = createRateLimiter({ ...options, onStoreError: 'fail-open', fallback: { limit: 1 } })
+      expect(await open.consume('a')).to.include({ allowed: true, source: 'store' })
+      expect(await open.consume('b')).to.include({ allowed: true, source: 'fallback', limit: 1 })
+      const closed = createRateLimiter({ ...options, store: memoryStore({ maxKeys: 1 }) })
+      await closed.consume('a')
+      expect((await failureOf(() => closed.consume('b'))).code).to.equal('ERR_FLEETLIMIT_STORE')
+      expect(closed.stats()).to.include({ decisions: 1, storeErrors: 1 })
+    })
+
+    it('reset empties the fallback window too, though the store is down', async () => {
+      const store = { ...failingStore(), reset: () => Promise.resolve() }
+      const limiter = createRateLimiter({
+        store,
+        limit: 5,
+        window: 1_000,
+        onStoreError: 'fail-open',
+        fallback: { limit: 1 },
+        logger: quiet,
+      })
+      await limiter.consume('t')
+      expect(await limiter.consume('t')).to.include({ allowed: false, source: 'fallback' })
+      await limiter.reset('t')
+      expect(await limiter.consume('t')).to.include({ allowed: true, source: 'fallback' })
+    })
+
     it('peek, reset and pause reject with ERR_FLEETLIMIT_STORE even when failing open', async () => {
       const limiter = createRateLimiter({
         store: failingStore(),
@@ -543,13 +572,17 @@ describe('createRateLimiter on the memory store (fake timers)', () => {
 
   describe('pause', () => {
     it('denies the key for the pause, with the pause left as the wait, and drops its cached denial', async () => {
-      const limiter = createRateLimiter({ limit: 1, window: 1_000 })
+      // A store that says nothing of changed keys (as a Redis store without a subscriber): the limiter itself
+      // drops the cached denial of the key it pauses.
+      const { onKeyChange: _, ...silent } = memoryStore()
+      const limiter = createRateLimiter({ store: silent as Store, limit: 1, window: 1_000 })
       await limiter.consume('t')
       expect(await limiter.consume('t')).to.include({ allowed: false, retryAfterMs: 1_000 })
       await limiter.pause('t', '5s')
-      clock.tick(1_000)
-      expect(await limiter.consume('t')).to.include({ allowed: false, source: 'store', retryAfterMs: 4_000 })
-      clock.tick(4_000)
+      // The cached denial would still answer for 500 ms: the store's pause does instead.
+      clock.tick(500)
+      expect(await limiter.consume('t')).to.include({ allowed: false, source: 'store', retryAfterMs: 4_500 })
+      clock.tick(4_500)
       expect(await limiter.consume('t')).to.include({ allowed: true })
       for (const ms of [-1, 'soon', 2_147_483_648]) {
         const error = await failureOf(() => limiter.pause('t', ms))
