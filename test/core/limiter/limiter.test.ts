@@ -570,6 +570,29 @@ describe('createRateLimiter on the memory store (fake timers)', () => {
     })
   })
 
+  describe('blockFor', () => {
+    it('a denial for lack of room blocks the key for blockFor, a denial during it does not extend it, reset ends it', async () => {
+      const store = memoryStore()
+      const storeLease = sinon.spy(store, 'lease')
+      // Leases are off for a blocking policy: a block starts in the store, at the denial. No deny cache: each
+      // denial below is the store's.
+      const local = { lease: 2, denyCache: false }
+      const limiter = createRateLimiter({ store, limit: 2, window: 1_000, blockFor: '5s', local })
+      await limiter.consume('t')
+      await limiter.consume('t')
+      expect(await limiter.consume('t')).to.include({ allowed: false, retryAfterMs: 5_000 })
+      clock.tick(1_000)
+      // The window has room again; the block holds, counted from the first denial.
+      expect(await limiter.consume('t')).to.include({ allowed: false, retryAfterMs: 4_000 })
+      clock.tick(3_999)
+      expect(await limiter.consume('t')).to.include({ allowed: false, retryAfterMs: 1 })
+      await limiter.reset('t')
+      expect(await limiter.consume('t')).to.include({ allowed: true, source: 'store' })
+      expect(storeLease.callCount).to.equal(0)
+      expect(limiter.stats(), 'six decisions and the reset').to.include({ storeCalls: 7, localHits: 0 })
+    })
+  })
+
   describe('pause', () => {
     it('denies the key for the pause, with the pause left as the wait, and drops its cached denial', async () => {
       // A store that says nothing of changed keys (as a Redis store without a subscriber): the limiter itself
