@@ -3,32 +3,39 @@ import type { Decision, RateLimiter } from '@fleetlimit/core'
 import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
 
-/** What a batch of decisions did: the decisions made, the errors thrown, and the slowest one, in ms. */
+/** How a decision that could not use the store was answered (the limiter's storeError event says). */
+export type FailureKind = 'error' | 'timeout' | 'short-circuit'
+
+/**
+ * What a batch of decisions did: the decisions made, the errors thrown, and how many decisions failed each way:
+ * 'timeout' (answered by the deadline), 'short-circuit' (not sent: breaker open or client disconnected), or
+ * 'error' (the store or client answered with an error).
+ */
 export interface Batch {
   readonly decisions: Decision[]
   readonly errors: unknown[]
-  readonly slowestMs: number
+  readonly failures: Readonly<Record<FailureKind, number>>
 }
 
 /** Makes `count` decisions, `concurrency` at a time, on one key. */
 export async function decideMany(limiter: RateLimiter, count: number, concurrency = 10): Promise<Batch> {
   const decisions: Decision[] = []
   const errors: unknown[] = []
-  let slowestMs = 0
+  const failures: Record<FailureKind, number> = { error: 0, timeout: 0, 'short-circuit': 0 }
+  const off = limiter.on('storeError', (_error, kind) => failures[kind]++)
   let left = count
   const worker = async () => {
     while (left-- > 0) {
-      const started = performance.now()
       try {
         decisions.push(await limiter.consume('tenant'))
       } catch (error) {
         errors.push(error)
       }
-      slowestMs = Math.max(slowestMs, performance.now() - started)
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker))
-  return { decisions, errors, slowestMs }
+  off()
+  return { decisions, errors, failures }
 }
 
 /** Counts every event a limiter emits. */
@@ -51,13 +58,6 @@ export async function defaultClient(url: string): Promise<Redis> {
 
 /** Resolves on the client's next 'ready' (after a reconnect). */
 export const nextReady = (client: Redis) => once(client, 'ready')
-
-/**
- * The bound on any one decision while the store is failing: the deadline plus a generous allowance for a
- * loaded two-core machine. It tells "bounded by the deadline" from "hung on ioredis" (seconds); the real
- * figures are measured by bench/, not asserted here.
- */
-export const boundMs = (timeoutMs: number) => timeoutMs + 400
 
 /**
  * A redis-server of its own and a default client for each test of the calling suite (mocha hooks), thawed and
