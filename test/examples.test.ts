@@ -1,6 +1,8 @@
-import { memoryStore } from '@fleetlimit/core'
-import { freePort } from '@fleetlimit/test-kit/redis-server'
+import { once } from 'node:events'
+import { memoryStore, redisStore } from '@fleetlimit/core'
+import { freePort, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
+import { Redis } from 'ioredis'
 import request from 'supertest'
 import { httpBurst } from '../examples/demo/http-burst.js'
 import { createApp as expressApp } from '../examples/express-basic/app.js'
@@ -36,6 +38,32 @@ describe('the examples', () => {
     expect(denials[1]).to.deep.equal(denials[0])
     expect(denials[2]).to.deep.equal(denials[0])
     await fastify.close()
+  })
+
+  it('express-basic’s /healthz: 503 while Redis is down, 200 once its client is ready again', async () => {
+    let server = await startRedisServer()
+    const client = new Redis(server.url)
+    client.on('error', () => {})
+    try {
+      await once(client, 'ready')
+      const app = expressApp(redisStore(client))
+      expect((await request(app).get('/healthz')).status).to.equal(200)
+      const closed = once(client, 'close')
+      await server.stop()
+      await closed
+      const down = await request(app).get('/healthz')
+      expect([down.status, down.body]).to.deep.equal([503, { store: 'unavailable' }])
+      // Requests during the outage open the global policy's breaker: the probe still finds Redis on its return.
+      for (let i = 0; i < 6; i++) expect((await request(app).get('/users/1')).status).to.equal(503)
+      const back = once(client, 'ready')
+      server = await startRedisServer([], { port: server.port })
+      await back
+      const up = await request(app).get('/healthz')
+      expect([up.status, up.body]).to.deep.equal([200, { store: 'ready' }])
+    } finally {
+      client.disconnect()
+      await server.stop()
+    }
   })
 
   it('otel-prometheus: the limiter’s decisions and store calls, scraped in the Prometheus format', async () => {
