@@ -55,6 +55,23 @@ describe('the fleetlimit command line, on a real Redis', function () {
     expect(lines).to.have.length(6)
   })
 
+  it('peek of an empty key names the tenant’s live keys of the policy: most often the route was left out', async () => {
+    const run = await runCli(['peek', 'acme', ...policy, ...target])
+    expect(run.stdout).to.equal(
+      [
+        `key        ${prefix}:api~sl3-60000:{acme}`,
+        'policy     api, window 1m',
+        'used       0',
+        'window     empty',
+        'paused     no',
+        "live keys  --route '*'",
+        '',
+      ].join('\n'),
+    )
+    const json = await runCli(['peek', 'acme', ...policy, '--json', ...target])
+    expect(JSON.parse(json.stdout)).to.deep.include({ used: 0, otherRoutes: ['*'] })
+  })
+
   it('peek --json: one object with the key, the usage and the next call’s answer', async () => {
     const run = await runCli(['peek', 'acme', '--route', '*', ...policy, '--limit', '3', '--json', ...target])
     expect(run.code).to.equal(0)
@@ -137,11 +154,20 @@ describe('the fleetlimit command line, on a real Redis', function () {
         messages.push(message)
         arrived()
       })
+      let exited = false
+      const exit = once(child, 'exit').then(() => {
+        exited = true
+        arrived()
+      })
       const next = async () => {
-        while (messages.length === 0) await new Promise<void>((resolve) => (arrived = resolve))
+        while (messages.length === 0) {
+          if (exited) throw new Error('the child process exited before it reported')
+          await new Promise<void>((resolve) => (arrived = resolve))
+        }
         return messages.shift() as Record<string, unknown>
       }
-      child.send({ redisUrl: redisUrl(), prefix })
+      // A deadline a busy machine does not miss: the child's decisions must come from Redis.
+      child.send({ redisUrl: redisUrl(), prefix, timeoutMs: 5_000 })
       expect(await next()).to.deep.equal({ type: 'denied', sources: ['store', 'store', 'store', 'local'] })
       const run = await runCli(['reset', 'k', '--limit', '2', '--window', '1m', ...target])
       expect(run.stderr).to.equal('')
@@ -149,7 +175,7 @@ describe('the fleetlimit command line, on a real Redis', function () {
         `reset ${prefix}:2-per-60000ms~sl3-60000:{k}: 2 units forgotten; every process asks Redis again\n`,
       )
       expect(await next()).to.deep.equal({ type: 'after', allowed: true, source: 'store' })
-      await once(child, 'exit')
+      await exit
     } finally {
       child.kill()
     }

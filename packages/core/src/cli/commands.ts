@@ -1,5 +1,5 @@
 import { isFleetlimitError } from '../common/errors.js'
-import { buildKey, type KeyInput } from '../limiter/keys.js'
+import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
 import { createRateLimiter, type RateLimiter } from '../limiter/limiter.js'
 import { definePolicy, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
@@ -58,6 +58,10 @@ export async function runCommand(command: Command, connected: Connected): Promis
         ['paused', usage.pausedMs === 0 ? 'no' : `for ${seconds(usage.pausedMs)} more`],
       ]
       if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
+      // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
+      const empty = usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
+      const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
+      if (others.length > 0) lines.push(['live keys', others.map(routeFlag).join('; ')])
       return {
         text: table(lines),
         json: {
@@ -65,6 +69,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
           ...subject,
           ...usage,
           ...(next && { remaining: next.remaining, allowed: next.allowed, retryAfterMs: next.retryAfterMs }),
+          ...(empty && { otherRoutes: others.map((other) => (other.hasRoute ? (other.route ?? null) : null)) }),
         },
       }
     }
@@ -157,6 +162,29 @@ async function checkKnown(policy: Policy, prefix: string, connected: Connected):
   )
 }
 
+/** The tenant's other live keys of the policy (other routes, or none): at most 10. */
+async function otherKeys(policy: Policy, command: Command, connected: Connected, redisKey: string) {
+  const tenant = encodeKeyPart(command.tenant as string)
+  const pattern = `${globLiteral(command.prefix)}:${policyKeyName(policy)}:{${globLiteral(tenant)}}*`
+  const found = new Map<string, StoredKey>()
+  for await (const key of scanKeys(connected.scanned(), pattern)) {
+    const stored = parseStoredKey(key, command.prefix)
+    if (stored && key !== redisKey) found.set(key, stored)
+    if (found.size === 10) break
+  }
+  return [...found.values()].sort(byKey)
+}
+
+const byKey = (a: StoredKey, b: StoredKey) => (a.redisKey < b.redisKey ? -1 : 1)
+
+/** The option that names a key's route, quoted for a shell. */
+const routeFlag = (stored: StoredKey) =>
+  !stored.hasRoute
+    ? 'no --route'
+    : stored.route === undefined
+      ? `a hashed route (${stored.key.slice(stored.key.lastIndexOf(':') + 1)})`
+      : `--route '${stored.route.replaceAll("'", "'\\''")}'`
+
 async function listKeys(command: Command, connected: Connected, store: Store): Promise<Output> {
   const { prefix, max } = command
   const { name, window } = command.policy
@@ -179,7 +207,7 @@ async function listKeys(command: Command, connected: Connected, store: Store): P
     found.set(redisKey, stored)
   }
   const rows = []
-  const keys = [...found.values()].sort((a, b) => (a.redisKey < b.redisKey ? -1 : 1))
+  const keys = [...found.values()].sort(byKey)
   for (let i = 0; i < keys.length; i += 100) {
     rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => keyUsage(store, stored)))))
   }
