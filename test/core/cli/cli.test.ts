@@ -118,6 +118,31 @@ describe('the fleetlimit command line, on a real Redis', function () {
     expect(lines.at(-1)).to.equal(`2 keys under prefix "${prefix}"`)
   })
 
+  it('a bucketed policy: its key names its buckets, and the flags name them too', async () => {
+    const bulk = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      name: 'bulk',
+      limit: 50,
+      window: '1h',
+      algorithm: 'bucketed',
+      buckets: 12,
+      logger: quiet,
+    })
+    for (let i = 0; i < 7; i++) await bulk.consume('acme')
+    const flags = ['--policy', 'bulk', '--window', '1h', '--algorithm', 'bucketed', '--buckets', '12']
+    const run = await runCli(['peek', 'acme', ...flags, '--limit', '50', '--json', ...target])
+    expect(JSON.parse(run.stdout)).to.deep.include({
+      key: `${prefix}:bulk~bw1-3600000-12:{acme}`,
+      policy: { name: 'bulk', windowMs: 3_600_000, algorithm: 'bucketed', buckets: 12, limit: 50 },
+      used: 7,
+      remaining: 43,
+      allowed: true,
+    })
+    const unnamed = await runCli(['peek', 'acme', '--policy', 'bulk', '--window', '1h', ...target])
+    expect(unnamed.code).to.equal(2)
+    expect(unnamed.stderr).to.include('--policy bulk --window 1h --algorithm bucketed --buckets 12')
+  })
+
   it('pause denies the key in every process until resume', async () => {
     const paused = await runCli(['pause', 'globex', ...policy, '--for', '10m', ...target])
     expect(paused.code).to.equal(0)
