@@ -1,4 +1,3 @@
-import { once } from 'node:events'
 import { memoryStore, redisStore } from '@fleetlimit/core'
 import { freePort, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
@@ -11,6 +10,10 @@ import { createApp as koaApp } from '../examples/koa-router/app.js'
 import { startExample as otelExample } from '../examples/otel-prometheus/app.js'
 import { runExample as outboundExample } from '../examples/outbound/app.js'
 import { redisUrl } from './support/root-hooks.js'
+
+/** The client's next event of this name; events.once would reject on an 'error' first (a refused reconnect). */
+const next = (emitter: { once(event: string, listener: () => void): unknown }, event: string) =>
+  new Promise<void>((resolve) => emitter.once(event, resolve))
 
 describe('the examples', () => {
   it('the demo’s HTTP part: five searches admitted, then 429s, with headers', async () => {
@@ -45,17 +48,17 @@ describe('the examples', () => {
     const client = new Redis(server.url)
     client.on('error', () => {})
     try {
-      await once(client, 'ready')
+      await next(client, 'ready')
       const app = expressApp(redisStore(client))
       expect((await request(app).get('/healthz')).status).to.equal(200)
-      const closed = once(client, 'close')
+      const closed = next(client, 'close')
       await server.stop()
       await closed
       const down = await request(app).get('/healthz')
       expect([down.status, down.body]).to.deep.equal([503, { store: 'unavailable' }])
       // Requests during the outage open the global policy's breaker: the probe still finds Redis on its return.
       for (let i = 0; i < 6; i++) expect((await request(app).get('/users/1')).status).to.equal(503)
-      const back = once(client, 'ready')
+      const back = next(client, 'ready')
       server = await startRedisServer([], { port: server.port })
       await back
       const up = await request(app).get('/healthz')

@@ -1,9 +1,12 @@
-import { once } from 'node:events'
 import { createRateLimiter, memoryStore, redisStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import { Redis } from 'ioredis'
 import { serverPerTest } from '../support/faults.js'
+
+/** The client's next event of this name; events.once would reject on an 'error' first (a refused reconnect). */
+const next = (emitter: { once(event: string, listener: () => void): unknown }, event: string) =>
+  new Promise<void>((resolve) => emitter.once(event, resolve))
 
 const quiet = { warn() {}, info() {} }
 
@@ -14,7 +17,7 @@ describe('limiter.ready(): whether decisions come from the store now', function 
   beforeEach(async () => {
     client = new Redis(redis.server.url)
     client.on('error', () => {})
-    await once(client, 'ready')
+    await next(client, 'ready')
   })
   afterEach(() => client.disconnect())
 
@@ -37,7 +40,7 @@ describe('limiter.ready(): whether decisions come from the store now', function 
     expect(await limiter.ready()).to.equal(true)
     expect(limiter.stats().storeCalls, 'a closed breaker needs no call').to.equal(0)
 
-    const closed = once(client, 'close')
+    const closed = next(client, 'close')
     await redis.server.stop()
     await closed
     expect(await limiter.ready()).to.equal(false)
@@ -46,7 +49,7 @@ describe('limiter.ready(): whether decisions come from the store now', function 
     expect(limiter.breakerState).to.equal('open')
     expect(await limiter.ready()).to.equal(false)
 
-    const back = once(client, 'ready')
+    const back = next(client, 'ready')
     redis.server = await startRedisServer([], { port: redis.server.port })
     await back
     // The client's return lets the open breaker probe at once: ready() is that probe.
