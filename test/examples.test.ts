@@ -1,6 +1,7 @@
-import { memoryStore } from '@fleetlimit/core'
-import { freePort } from '@fleetlimit/test-kit/redis-server'
+import { memoryStore, redisStore } from '@fleetlimit/core'
+import { freePort, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
+import { Redis } from 'ioredis'
 import request from 'supertest'
 import { httpBurst } from '../examples/demo/http-burst.js'
 import { createApp as expressApp } from '../examples/express-basic/app.js'
@@ -9,6 +10,10 @@ import { createApp as koaApp } from '../examples/koa-router/app.js'
 import { startExample as otelExample } from '../examples/otel-prometheus/app.js'
 import { runExample as outboundExample } from '../examples/outbound/app.js'
 import { redisUrl } from './support/root-hooks.js'
+
+/** The client's next event of this name; events.once would reject on an 'error' first (a refused reconnect). */
+const next = (emitter: { once(event: string, listener: () => void): unknown }, event: string) =>
+  new Promise<void>((resolve) => emitter.once(event, resolve))
 
 describe('the examples', () => {
   it('the demo’s HTTP part: five searches admitted, then 429s, with headers', async () => {
@@ -36,6 +41,32 @@ describe('the examples', () => {
     expect(denials[1]).to.deep.equal(denials[0])
     expect(denials[2]).to.deep.equal(denials[0])
     await fastify.close()
+  })
+
+  it('express-basic’s /healthz: 503 while Redis is down, 200 once its client is ready again', async () => {
+    let server = await startRedisServer()
+    const client = new Redis(server.url)
+    client.on('error', () => {})
+    try {
+      await next(client, 'ready')
+      const app = expressApp(redisStore(client))
+      expect((await request(app).get('/healthz')).status).to.equal(200)
+      const closed = next(client, 'close')
+      await server.stop()
+      await closed
+      const down = await request(app).get('/healthz')
+      expect([down.status, down.body]).to.deep.equal([503, { store: 'unavailable' }])
+      // Requests during the outage open the global policy's breaker: the probe still finds Redis on its return.
+      for (let i = 0; i < 6; i++) expect((await request(app).get('/users/1')).status).to.equal(503)
+      const back = next(client, 'ready')
+      server = await startRedisServer([], { port: server.port })
+      await back
+      const up = await request(app).get('/healthz')
+      expect([up.status, up.body]).to.deep.equal([200, { store: 'ready' }])
+    } finally {
+      client.disconnect()
+      await server.stop()
+    }
   })
 
   it('otel-prometheus: the limiter’s decisions and store calls, scraped in the Prometheus format', async () => {

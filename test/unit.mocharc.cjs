@@ -5,6 +5,7 @@ const { require: rootHook, ...all } = require('../.mocharc.cjs')
 module.exports = {
   ...all,
   spec: [
+    'test/core/cli/args.test.ts',
     'test/core/common/*.test.ts',
     'test/core/http/*.test.ts',
     'test/core/outbound/*.test.ts',

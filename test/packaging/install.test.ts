@@ -161,6 +161,17 @@ describe('the tarballs installed with npm into a new project outside the reposit
     }
   })
 
+  it('installs the fleetlimit command line as core’s bin; without ioredis it says so in one line', async () => {
+    const bin = join(project, 'node_modules/.bin/fleetlimit')
+    const help = await run(bin, ['--help'], { cwd: project })
+    expect(help.stdout).to.match(/^Usage: fleetlimit <command> \[tenant\] \[options\]\n/)
+    const keys = await run(bin, ['keys'], { cwd: project }).catch((error: { code?: number; stderr?: string }) => error)
+    expect(keys).to.include({
+      code: 1,
+      stderr: 'fleetlimit: the fleetlimit command line needs ioredis: npm install ioredis\n',
+    })
+  })
+
   it('type-checks core for a memory-only user: ioredis not installed, skipLibCheck off', async () => {
     expect(existsSync(join(project, 'node_modules/ioredis')), 'ioredis must not be installed here').to.equal(false)
     const consumer = `

@@ -1,14 +1,14 @@
 // A second process for fleet-reset.test.ts: a limiter whose deny cache holds a denial of key 'k', until a reset
-// made by the parent process reaches it. Reads { redisUrl, prefix } over IPC; reports each step.
+// made by the parent process reaches it. Reads { redisUrl, prefix, timeoutMs? } over IPC; reports each step.
 import { once } from 'node:events'
 import { createRateLimiter, redisStore } from '@fleetlimit/core'
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Redis } from 'ioredis'
 
-const [config] = (await once(process, 'message')) as [{ redisUrl: string; prefix: string }]
+const [config] = (await once(process, 'message')) as [{ redisUrl: string; prefix: string; timeoutMs?: number }]
 const client = new Redis(config.redisUrl)
 const store = redisStore(client, { prefix: config.prefix })
-const limiter = createRateLimiter({ store, limit: 2, window: '1m' })
+const limiter = createRateLimiter({ store, limit: 2, window: '1m', timeoutMs: config.timeoutMs ?? 100 })
 const send = (message: object) => new Promise((resolve) => process.send?.(message, resolve))
 
 const sources = []

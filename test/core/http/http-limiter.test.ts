@@ -6,7 +6,7 @@ import {
   memoryStore,
   type OptionError,
 } from '@fleetlimit/core'
-import { createHttpLimiter, manyMethods, type RequestInfo } from '@fleetlimit/core/http'
+import { createHttpLimiter, ipTenant, manyMethods, type RequestInfo } from '@fleetlimit/core/http'
 import { expect } from 'chai'
 import sinon from 'sinon'
 
@@ -103,6 +103,28 @@ describe('one-time warnings about the client address', () => {
   it('none of these when tenant(req) decides who is limited', async () => {
     const { send, said } = setup({ tenant: () => 'account-1' })
     await send({ trustProxy: 'all', forwardedFor: true, ip: 'not-an-ip' })
+    expect(said()).to.deep.equal([])
+  })
+
+  it('a custom tenant(req) that returns a bare IPv6 address: once, with the code and ipTenant', async () => {
+    const tenants = ['2001:db8::1', '2001:db8::2', 'key-1', '::ffff:192.0.2.1']
+    let next = 0
+    const { send, said } = setup({ tenant: () => tenants[next++ % tenants.length] })
+    for (let i = 0; i < tenants.length; i++) await send({})
+    expect(said()).to.deep.equal([
+      'fleetlimit: tenant(req) returned the IPv6 address "2001:db8::1" as it is (ERR_FLEETLIMIT_TENANT_IPV6): a ' +
+        'client holds a /64 or more of them and escapes its limit by changing address. Group it as the default ' +
+        "tenant does: ipTenant(ip) from '@fleetlimit/core/http', as in tenant: (req) => req.get('x-api-key') ?? " +
+        'ipTenant(req.ip).',
+    ])
+  })
+
+  it('no IPv6 warning for grouped addresses, IPv4, keys, or IPv4-mapped IPv6', async () => {
+    const tenants = [ipTenant('2001:db8::1'), '192.0.2.1', 'acct:42', '::ffff:192.0.2.1', 'not:an:ip::x']
+    let next = 0
+    const { send, said } = setup({ tenant: () => tenants[next++ % tenants.length] })
+    for (let i = 0; i < tenants.length; i++) await send({})
+    expect(tenants[0]).to.equal('2001:db8:0:0:0:0:0:0/56')
     expect(said()).to.deep.equal([])
   })
 

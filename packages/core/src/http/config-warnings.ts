@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net'
 import type { Logger } from '../limiter/limiter.js'
 import type { FrameworkInfo, RequestInfo } from './http-options.js'
 
@@ -74,4 +75,22 @@ export function createAddressWarnings(framework: FrameworkInfo, warnOnce: WarnOn
       )
     },
   }
+}
+
+/**
+ * Warns once when a custom tenant(req) returns a bare IPv6 address: a client is handed a /64 or more, so it escapes a
+ * per-address limit by changing address. The default tenant groups them (ipTenant); an IPv4-mapped address is one
+ * IPv4 client and passes.
+ */
+export function checkTenantIpv6(tenant: string, warnOnce: WarnOnce): void {
+  // Runs per request with a custom tenant: an API key or an account id has no colon, and is done here.
+  if (!tenant.includes(':') || !isIPv6(tenant) || /^::ffff:\d+\./i.test(tenant)) return
+  warnOnce(
+    'tenant-ipv6',
+    () =>
+      `tenant(req) returned the IPv6 address ${shown(tenant)} as it is (ERR_FLEETLIMIT_TENANT_IPV6): a client ` +
+      `holds a /64 or more of them and escapes its limit by changing address. Group it as the default tenant ` +
+      `does: ipTenant(ip) from '@fleetlimit/core/http', as in tenant: (req) => req.get('x-api-key') ?? ` +
+      `ipTenant(req.ip).`,
+  )
 }

@@ -12,7 +12,7 @@ import {
   STORE_UNAVAILABLE,
   sized,
 } from './answers.js'
-import { createAddressWarnings, createWarnOnce } from './config-warnings.js'
+import { checkTenantIpv6, createAddressWarnings, createWarnOnce } from './config-warnings.js'
 import { defaultRoute } from './default-route.js'
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js'
 import {
@@ -117,6 +117,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
         "a string: the tenant of this request (for requests without one, such as a missing API key, return a shared tenant like 'anonymous', or skip them with skip(req))",
       )
     }
+    if (tenantOf) checkTenantIpv6(tenant, warnOnce)
     const route = routeOf ? routeOf(req) : defaultRoute(info)
     const cost = costOf ? await costOf(req) : undefined
     const limit = limitOf ? await limitOf(req) : undefined

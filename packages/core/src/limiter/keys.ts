@@ -54,3 +54,17 @@ export function buildKey(policyName: string, input: KeyInput): string {
   if (typeof route !== 'string') throw new OptionError('key.route', route, 'a string')
   return `${base}:${encodeKeyPart(route)}`
 }
+
+/**
+ * The value encodeKeyPart encoded, or undefined for a hashed part (`%h…`: too long to keep) or text it cannot
+ * have made. For tools that list keys; a decision never decodes.
+ */
+export function decodeKeyPart(encoded: string): string | undefined {
+  if (encoded === '%e') return ''
+  if (encoded.startsWith('%h') || !/^(?:[A-Za-z0-9._~!$&'()*+,;=@/-]|%[0-9A-F]{2}|%u[0-9A-F]{4})*$/.test(encoded)) {
+    return undefined
+  }
+  return encoded.replace(/%u([0-9A-F]{4})|%([0-9A-F]{2})/g, (_, wide: string | undefined, narrow: string | undefined) =>
+    String.fromCharCode(Number.parseInt((wide ?? narrow) as string, 16)),
+  )
+}

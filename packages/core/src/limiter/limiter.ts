@@ -68,6 +68,9 @@ class Receipted extends Stamp {
   }
 }
 
+/** The tenant ready() peeks at: a peek records nothing, so any key would do. */
+const READY_PROBE_TENANT = 'fleetlimit-ready-probe'
+
 /** Tenants whose default call a limiter keeps built: about 200 bytes each. */
 const CACHED_CALLS = 16_384
 
@@ -206,6 +209,14 @@ export interface RateLimiter {
    * left. A longer pause in place stays. Other processes drop their cached denials and leases of the key on its message.
    */
   pause(key: KeyInput, ms: number | string): Promise<void>
+  /**
+   * Whether decisions come from the store now, for a readiness probe: false while the store's client is
+   * disconnected or its circuit breaker is open. An open breaker that may probe (its cool-down is over, or the
+   * client is ready again) is probed here with one peek, counted in `storeCalls`, so that a process that gets no
+   * traffic while out of a load balancer learns of the store's return. Never rejects; always true on an in-process
+   * store. On a Redis Cluster, false when any master's breaker is open.
+   */
+  ready(): Promise<boolean>
   stats(): LimiterStats
   on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): () => void
 }
@@ -637,6 +648,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         .catch((error: unknown) => {
           throw caller.failure(error, keyOf(windows))
         })
+    },
+    async ready() {
+      if (!servers) return true
+      if (store.isConnected?.() === false) return false
+      if (servers.state === 'closed') return true
+      const windows = windowsOf(READY_PROBE_TENANT, undefined)
+      return caller
+        .ask(keyOf(windows), () => store.peek(requestsOf(windows, 1)))
+        .then(
+          () => servers.state === 'closed',
+          () => false,
+        )
     },
     stats: () => ({
       ...counters,

@@ -1,0 +1,142 @@
+import { parseArgs } from 'node:util'
+import { parseDuration } from '../common/duration.js'
+import { isFleetlimitError } from '../common/errors.js'
+import { MAX_HOLD_MS } from '../limiter/policy.js'
+import { CliError } from './cli-error.js'
+
+export const COMMANDS = ['peek', 'reset', 'pause', 'resume', 'keys'] as const
+export type CommandName = (typeof COMMANDS)[number]
+
+/** Where to connect: one server's URL, or a Cluster's seed nodes (credentials from the first that has some). */
+export type Target = { readonly url: string } | { readonly seeds: readonly string[] }
+
+/** The policy a key belongs to, as the options a limiter takes (validated by definePolicy). */
+export interface PolicyArgs {
+  readonly name?: string
+  readonly window?: string
+  readonly limit?: number
+  readonly algorithm?: string
+  readonly buckets?: number
+}
+
+export interface Command {
+  readonly name: CommandName
+  readonly target: Target
+  readonly prefix: string
+  readonly json: boolean
+  readonly policy: PolicyArgs
+  /** The tenant (peek, reset, pause, resume). */
+  readonly tenant?: string
+  readonly route?: string
+  /** pause: ms. */
+  readonly forMs?: number
+  /** Act on a policy no live key has. */
+  readonly force: boolean
+  /** keys: the most keys listed. */
+  readonly max: number
+}
+
+export const USAGE = `Usage: fleetlimit <command> [tenant] [options]
+
+Commands:
+  peek <tenant>     a tenant's usage on a policy, and the Redis key read
+  reset <tenant>    forget the tenant's window, in every process (fleet-wide)
+  pause <tenant>    deny every call of the tenant, in every process, --for a duration
+  resume <tenant>   end a pause or block (its window is forgotten too: see docs/operations.md)
+  keys              the live keys of the prefix with their usage (SCAN, every master on a Cluster)
+
+Options:
+  --redis <url>          redis:// or rediss:// URL (default: $REDIS_URL, else redis://127.0.0.1:6379)
+  --cluster <host:port>  a Redis Cluster seed node instead of --redis; repeat for more (a URL for credentials)
+  --prefix <prefix>      the store's key prefix (default: fleetlimit)
+  --policy <name>        the policy's name; --window <duration> its window (both name the key)
+  --limit <n>            the policy's limit (peek shows what remains of it)
+  --algorithm bucketed   with --buckets <n>, for a bucketed policy
+  --route <route>        the key's route: '*' for an app-level middleware, 'GET /users/:id' for a route's
+  --for <duration>       pause: how long, such as 10m
+  --force                act on a policy that has no live key
+  --max <n>              keys: list at most this many (default 1000)
+  --json                 one JSON object on stdout
+  --help                 this text`
+
+const OPTIONS = {
+  redis: { type: 'string' },
+  cluster: { type: 'string', multiple: true },
+  prefix: { type: 'string' },
+  policy: { type: 'string' },
+  window: { type: 'string' },
+  limit: { type: 'string' },
+  algorithm: { type: 'string' },
+  buckets: { type: 'string' },
+  route: { type: 'string' },
+  for: { type: 'string' },
+  force: { type: 'boolean' },
+  max: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean' },
+} as const
+
+/** The command argv names, or 'help'; a usage error as a CliError with exit code 2. */
+export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Command | 'help' {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; args: string[] }>>
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
+  } catch (error) {
+    throw usage((error as Error).message)
+  }
+  const { values, positionals } = parsed
+  if (values.help || positionals.length === 0) return 'help'
+  const [name, ...rest] = positionals
+  if (!COMMANDS.includes(name as CommandName)) {
+    throw usage(`unknown command ${JSON.stringify(name)}: one of ${COMMANDS.join(', ')}`)
+  }
+  const command = name as CommandName
+  const takesTenant = command !== 'keys'
+  if (rest.length > (takesTenant ? 1 : 0)) throw usage(`unexpected argument ${JSON.stringify(rest.at(-1))}`)
+  const tenant = rest[0]
+  if (takesTenant && tenant === undefined) throw usage(`${command} needs a tenant: fleetlimit ${command} <tenant>`)
+  if (values.redis !== undefined && values.cluster !== undefined) throw usage('give --redis or --cluster, not both')
+  const target: Target = values.cluster
+    ? { seeds: values.cluster }
+    : { url: values.redis ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379' }
+  if (command === 'pause' && values.for === undefined) throw usage('pause needs --for <duration>, such as --for 10m')
+  if (command !== 'pause' && values.for !== undefined) throw usage('--for is for pause only')
+  if (!takesTenant && values.route !== undefined) throw usage('--route names one key: for peek, reset, pause, resume')
+  return {
+    name: command,
+    target,
+    prefix: values.prefix ?? 'fleetlimit',
+    json: values.json === true,
+    policy: {
+      ...(values.policy !== undefined && { name: values.policy }),
+      ...(values.window !== undefined && { window: values.window }),
+      ...(values.limit !== undefined && { limit: wholeNumber(values.limit, '--limit') }),
+      ...(values.algorithm !== undefined && { algorithm: values.algorithm }),
+      ...(values.buckets !== undefined && { buckets: wholeNumber(values.buckets, '--buckets') }),
+    },
+    ...(tenant !== undefined && { tenant }),
+    ...(values.route !== undefined && { route: values.route }),
+    ...(values.for !== undefined && { forMs: duration(values.for, '--for') }),
+    force: values.force === true,
+    max: values.max === undefined ? 1000 : wholeNumber(values.max, '--max'),
+  }
+}
+
+function usage(message: string): CliError {
+  return new CliError(`${message} (fleetlimit --help)`, 2)
+}
+
+function wholeNumber(text: string, option: string): number {
+  if (!/^[1-9]\d{0,9}$/.test(text)) throw usage(`${option} ${JSON.stringify(text)}: a positive whole number`)
+  return Number(text)
+}
+
+/** A duration as the limiter takes it: '10m', '90s', or ms. */
+function duration(text: string, option: string): number {
+  try {
+    return parseDuration(/^\d+$/.test(text) ? Number(text) : text, option, { max: MAX_HOLD_MS })
+  } catch (error) {
+    if (isFleetlimitError(error)) throw new CliError(error.message, 2)
+    throw error
+  }
+}

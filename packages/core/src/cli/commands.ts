@@ -1,0 +1,323 @@
+import { isFleetlimitError } from '../common/errors.js'
+import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
+import { createRateLimiter, type RateLimiter } from '../limiter/limiter.js'
+import { definePolicy, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from '../limiter/policy.js'
+import { redisStore } from '../store/redis-store.js'
+import type { Store } from '../store/store.js'
+import type { Command } from './args.js'
+import { CliError } from './cli-error.js'
+import type { Connected } from './connect.js'
+import { scanKeys } from './scan.js'
+import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
+
+/** What a command printed: lines for a person, one object for a machine. */
+export interface Output {
+  readonly text: string
+  readonly json: Record<string, unknown>
+}
+
+const SILENT = { warn() {}, info() {} }
+/** An operator's call may wait longer for a busy server than a request would. */
+const TIMEOUT_MS = 5_000
+
+export async function runCommand(command: Command, connected: Connected): Promise<Output> {
+  const store = asCliError(() => redisStore(connected.client, { prefix: command.prefix }))
+  if (command.name === 'keys') return listKeys(command, connected, store)
+  const policy = policyOf(command)
+  if (!command.force) await checkKnown(policy, command.prefix, connected)
+  // The policy's limit is the user's, or none: a usage is read under the largest limit, so that it is never capped.
+  const limiter = createRateLimiter({
+    store,
+    ...policy,
+    limit: MAX_LIMIT,
+    timeoutMs: TIMEOUT_MS,
+    local: false,
+    logger: SILENT,
+  })
+  const input: KeyInput =
+    command.route === undefined
+      ? (command.tenant as string)
+      : { tenant: command.tenant as string, route: command.route }
+  const redisKey = `${command.prefix}:${buildKey(policyKeyName(policy), input)}`
+  const usage = await usageOf(limiter, input)
+  const limit = command.policy.limit
+  const subject = {
+    key: redisKey,
+    policy: policyJson(policy, limit),
+    tenant: command.tenant,
+    route: command.route ?? null,
+  }
+  switch (command.name) {
+    case 'peek': {
+      const next = limit === undefined ? undefined : await limiter.peek(input, { limit })
+      const lines = [
+        ['key', redisKey],
+        ['policy', describePolicy(policy, limit)],
+        ['used', next ? `${usage.used} of ${limit} (${next.remaining} remaining)` : String(usage.used)],
+        ['window', usage.resetMs === 0 ? 'empty' : `empties in ${seconds(usage.resetMs)}`],
+        ['paused', usage.pausedMs === 0 ? 'no' : `for ${seconds(usage.pausedMs)} more`],
+      ]
+      if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
+      // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
+      const empty = usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
+      const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
+      if (others.length > 0) lines.push(['live keys', others.map(routeFlag).join('; ')])
+      return {
+        text: table(lines),
+        json: {
+          command: 'peek',
+          ...subject,
+          ...usage,
+          ...(next && { remaining: next.remaining, allowed: next.allowed, retryAfterMs: next.retryAfterMs }),
+          ...(empty && { otherRoutes: others.map((other) => (other.hasRoute ? (other.route ?? null) : null)) }),
+        },
+      }
+    }
+    case 'reset':
+      await limiter.reset(input)
+      return {
+        text: `reset ${redisKey}: ${units(usage.used)} forgotten; every process asks Redis again`,
+        json: { command: 'reset', ...subject, forgottenUnits: usage.used },
+      }
+    case 'pause': {
+      const ms = command.forMs as number
+      await limiter.pause(input, ms)
+      const after = await usageOf(limiter, input)
+      return {
+        text: `paused ${redisKey}: every call denied for ${seconds(after.pausedMs)}, in every process`,
+        json: { command: 'pause', ...subject, pausedMs: after.pausedMs },
+      }
+    }
+    case 'resume': {
+      if (usage.pausedMs === 0) {
+        return {
+          text: `not paused: ${redisKey} (nothing changed)`,
+          json: { command: 'resume', ...subject, resumed: false },
+        }
+      }
+      // The scripts can extend a hold, never shorten one: ending it forgets the key, its units with it.
+      await limiter.reset(input)
+      return {
+        text: `resumed ${redisKey}: the pause (${seconds(usage.pausedMs)} left) ended, and ${units(usage.used)} forgotten`,
+        json: { command: 'resume', ...subject, resumed: true, pausedMs: usage.pausedMs, forgottenUnits: usage.used },
+      }
+    }
+  }
+}
+
+interface Usage {
+  /** Units in the window now. */
+  readonly used: number
+  /** Until the window holds no unit of the key. */
+  readonly resetMs: number
+  /** Until a pause (or block) ends; 0 when there is none. */
+  readonly pausedMs: number
+}
+
+/** A key's usage, read under the largest limit: only a pause or a block then denies one unit. */
+async function usageOf(limiter: RateLimiter, input: KeyInput): Promise<Usage> {
+  const decision = await limiter.peek(input, { limit: MAX_LIMIT })
+  return {
+    used: MAX_LIMIT - decision.remaining,
+    resetMs: decision.resetMs,
+    pausedMs: decision.allowed ? 0 : decision.retryAfterMs,
+  }
+}
+
+function policyOf(command: Command): Policy {
+  const { name, window, limit, algorithm, buckets } = command.policy
+  if (name === undefined && limit === undefined) {
+    throw new CliError('give the policy the key belongs to: --policy <name> --window <duration> (fleetlimit --help)', 2)
+  }
+  if (window === undefined) throw new CliError('give the policy’s window: --window <duration>, such as 1m', 2)
+  const options = {
+    limit: limit ?? MAX_LIMIT,
+    window: /^\d+$/.test(window) ? Number(window) : window,
+    ...(name !== undefined && { name }),
+    ...(algorithm !== undefined && { algorithm }),
+    ...(buckets !== undefined && { buckets }),
+  } as PolicyOptions
+  return asCliError(() => definePolicy(options))
+}
+
+/**
+ * Refuses a policy that no live key has: most often a mistyped name or window, which would name a key nobody
+ * counts under. The policies that do have keys are listed, as the options that name them.
+ */
+async function checkKnown(policy: Policy, prefix: string, connected: Connected): Promise<void> {
+  const servers = connected.scanned()
+  for await (const _ of scanKeys(servers, `${globLiteral(prefix)}:${policyKeyName(policy)}:*`)) return
+  const live = new Set<string>()
+  let looked = 0
+  for await (const redisKey of scanKeys(servers, `${globLiteral(prefix)}:*`)) {
+    const stored = parseStoredKey(redisKey, prefix)
+    if (stored) live.add(policyFlags(stored.policy))
+    if (live.size >= 10 || ++looked >= 100_000) break
+  }
+  const known = live.size === 0 ? 'the prefix has none' : `live policies: ${[...live].join('; ')}`
+  throw new CliError(
+    `unknown policy "${policy.name}" with window ${duration(policy.window)}: no live key of it under prefix ` +
+      `"${prefix}"; ${known} (--force acts anyway)`,
+    2,
+  )
+}
+
+/** The tenant's other live keys of the policy (other routes, or none): at most 10. */
+async function otherKeys(policy: Policy, command: Command, connected: Connected, redisKey: string) {
+  const tenant = encodeKeyPart(command.tenant as string)
+  const pattern = `${globLiteral(command.prefix)}:${policyKeyName(policy)}:{${globLiteral(tenant)}}*`
+  const found = new Map<string, StoredKey>()
+  for await (const key of scanKeys(connected.scanned(), pattern)) {
+    const stored = parseStoredKey(key, command.prefix)
+    if (stored && key !== redisKey) found.set(key, stored)
+    if (found.size === 10) break
+  }
+  return [...found.values()].sort(byKey)
+}
+
+const byKey = (a: StoredKey, b: StoredKey) => (a.redisKey < b.redisKey ? -1 : 1)
+
+/** The option that names a key's route, quoted for a shell. */
+const routeFlag = (stored: StoredKey) =>
+  !stored.hasRoute
+    ? 'no --route'
+    : stored.route === undefined
+      ? `a hashed route (${stored.key.slice(stored.key.lastIndexOf(':') + 1)})`
+      : `--route '${stored.route.replaceAll("'", "'\\''")}'`
+
+async function listKeys(command: Command, connected: Connected, store: Store): Promise<Output> {
+  const { prefix, max } = command
+  const { name, window } = command.policy
+  let pattern = `${globLiteral(prefix)}:*`
+  if (name !== undefined) {
+    pattern =
+      window === undefined
+        ? `${globLiteral(prefix)}:${name}~*`
+        : `${globLiteral(prefix)}:${policyKeyName(policyOf(command))}:*`
+  }
+  const found = new Map<string, StoredKey>()
+  let truncated = false
+  for await (const redisKey of scanKeys(connected.scanned(), pattern)) {
+    const stored = parseStoredKey(redisKey, prefix)
+    if (!stored || found.has(redisKey)) continue
+    if (found.size === max) {
+      truncated = true
+      break
+    }
+    found.set(redisKey, stored)
+  }
+  const rows = []
+  const keys = [...found.values()].sort(byKey)
+  for (let i = 0; i < keys.length; i += 100) {
+    rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => keyUsage(store, stored)))))
+  }
+  const header = ['USED', 'EMPTIES IN', 'PAUSED', 'KEY']
+  const lines = rows.map((row) => [
+    String(row.used),
+    row.resetMs === 0 ? '-' : seconds(row.resetMs),
+    row.pausedMs === 0 ? '-' : seconds(row.pausedMs),
+    row.key,
+  ])
+  const summary = `${rows.length} ${rows.length === 1 ? 'key' : 'keys'} under prefix "${prefix}"${truncated ? ` (the first ${max}: --max for more)` : ''}`
+  return {
+    text: rows.length === 0 ? summary : `${columns([header, ...lines])}\n${summary}`,
+    json: { command: 'keys', prefix, keys: rows, truncated },
+  }
+}
+
+async function keyUsage(store: Store, stored: StoredKey) {
+  const { policy } = stored
+  const [result] = await store.peek([
+    {
+      key: stored.key,
+      limit: MAX_LIMIT,
+      windowMs: policy.window,
+      cost: 1,
+      ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+    },
+  ])
+  if (!result) throw new CliError(`no answer for ${stored.redisKey}`)
+  return {
+    key: stored.redisKey,
+    policy: policyJson(policy, undefined),
+    tenant: stored.tenant ?? null,
+    ...(stored.hasRoute && { route: stored.route ?? null }),
+    used: MAX_LIMIT - result.remaining,
+    resetMs: result.resetMs,
+    pausedMs: result.allowed ? 0 : result.retryAfterMs,
+  }
+}
+
+/** The command-line flag of each policy option, for the option errors of definePolicy. */
+const FLAGS: Readonly<Record<string, string>> = {
+  name: '--policy',
+  window: '--window',
+  limit: '--limit',
+  algorithm: '--algorithm',
+  buckets: '--buckets',
+  'redisStore.prefix': '--prefix',
+}
+
+/** Runs `make`; an option error it throws becomes a usage error that names the flag. */
+function asCliError<T>(make: () => T): T {
+  try {
+    return make()
+  } catch (error) {
+    if (!isFleetlimitError(error)) throw error
+    const option = (error as { option?: unknown }).option
+    const flag = typeof option === 'string' ? FLAGS[option] : undefined
+    throw new CliError(flag ? error.message.replace(/option `[^`]+`/, flag) : error.message, 2)
+  }
+}
+
+type PolicyFields = Pick<Policy, 'name' | 'window' | 'algorithm'> & { readonly buckets?: number | undefined }
+
+const policyJson = (policy: PolicyFields, limit: number | undefined) => ({
+  name: policy.name,
+  windowMs: policy.window,
+  algorithm: policy.algorithm,
+  ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+  ...(limit !== undefined && { limit }),
+})
+
+const describePolicy = (policy: PolicyFields, limit: number | undefined) =>
+  `${policy.name}, window ${duration(policy.window)}${limit === undefined ? '' : `, limit ${limit}`}${
+    policy.algorithm === 'bucketed' ? `, bucketed (${policy.buckets} buckets)` : ''
+  }`
+
+/** The options that name a policy's keys. */
+const policyFlags = (policy: PolicyFields) =>
+  `--policy ${policy.name} --window ${duration(policy.window)}${
+    policy.algorithm === 'bucketed' ? ` --algorithm bucketed --buckets ${policy.buckets}` : ''
+  }`
+
+/** A window as its shortest exact duration string: 60000 is '1m'. */
+function duration(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`
+  }
+  return `${ms}ms`
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+const units = (n: number) => `${n} ${n === 1 ? 'unit' : 'units'}`
+
+const table = (rows: string[][]) => columns(rows)
+
+/** Rows as aligned columns, the last left ragged. */
+function columns(rows: string[][]): string {
+  const widths: number[] = []
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length)
+    })
+  }
+  return rows
+    .map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd((widths[i] as number) + 2))).join(''))
+    .join('\n')
+}

@@ -1,0 +1,31 @@
+import { parseCommand, USAGE } from './args.js'
+import { CliError } from './cli-error.js'
+import { runCommand } from './commands.js'
+import { connect } from './connect.js'
+
+interface Writable {
+  write(text: string): unknown
+}
+
+/** Runs one command; resolves with the exit code. Every failure is one line on stderr. */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, out: Writable, err: Writable) {
+  try {
+    const command = parseCommand(argv, env)
+    if (command === 'help') {
+      out.write(`${USAGE}\n`)
+      return 0
+    }
+    const connected = await connect(command.target)
+    try {
+      const output = await runCommand(command, connected)
+      out.write(command.json ? `${JSON.stringify(output.json)}\n` : `${output.text}\n`)
+      return 0
+    } finally {
+      connected.close()
+    }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    err.write(`${/^fleetlimit: /.test(message) ? message : `fleetlimit: ${message}`}\n`.replace(/\n(?!$)/g, ' '))
+    return error instanceof CliError ? error.exitCode : 1
+  }
+}

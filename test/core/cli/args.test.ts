@@ -1,0 +1,110 @@
+import { expect } from 'chai'
+import fc from 'fast-check'
+import { parseCommand } from '../../../packages/core/src/cli/args.js'
+import { CliError } from '../../../packages/core/src/cli/cli-error.js'
+import { parseStoredKey } from '../../../packages/core/src/cli/stored-keys.js'
+import { buildKey, decodeKeyPart, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
+import { definePolicy, policyKeyName } from '../../../packages/core/src/limiter/policy.js'
+
+const usageError = (argv: string[]) => {
+  try {
+    parseCommand(argv, {})
+  } catch (error) {
+    expect(error).to.be.instanceOf(CliError)
+    return { message: (error as CliError).message, exitCode: (error as CliError).exitCode }
+  }
+  throw new Error('no error')
+}
+
+describe('cli/args: parseCommand', () => {
+  it('reads a command, its tenant and its options', () => {
+    expect(
+      parseCommand(['pause', 'acme', '--policy', 'api', '--window', '1m', '--for', '10m', '--route', '*', '--json'], {
+        REDIS_URL: 'redis://r:1',
+      }),
+    ).to.deep.equal({
+      name: 'pause',
+      target: { url: 'redis://r:1' },
+      prefix: 'fleetlimit',
+      json: true,
+      policy: { name: 'api', window: '1m' },
+      tenant: 'acme',
+      route: '*',
+      forMs: 600_000,
+      force: false,
+      max: 1000,
+    })
+    expect(parseCommand(['keys', '--cluster', 'a:1', '--cluster', 'b:2'], {})).to.deep.include({
+      target: { seeds: ['a:1', 'b:2'] },
+    })
+    expect(parseCommand(['keys'], {})).to.deep.include({ target: { url: 'redis://127.0.0.1:6379' } })
+    expect(parseCommand([], {})).to.equal('help')
+    expect(parseCommand(['peek', '--help'], {})).to.equal('help')
+  })
+
+  it('refuses what it cannot run, with exit code 2', () => {
+    expect(usageError(['drop'])).to.deep.equal({
+      message: 'unknown command "drop": one of peek, reset, pause, resume, keys (fleetlimit --help)',
+      exitCode: 2,
+    })
+    expect(usageError(['peek']).message).to.equal('peek needs a tenant: fleetlimit peek <tenant> (fleetlimit --help)')
+    expect(usageError(['pause', 'a']).message).to.equal(
+      'pause needs --for <duration>, such as --for 10m (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '--redis', 'redis://a', '--cluster', 'b:1']).message).to.equal(
+      'give --redis or --cluster, not both (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '--max', '0']).message).to.equal(
+      '--max "0": a positive whole number (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '--bogus']).message).to.match(/^Unknown option '--bogus'/)
+  })
+})
+
+describe('cli/stored-keys: parseStoredKey', () => {
+  it('reads back every key a limiter builds, tenant and route decoded', () => {
+    const policies = [
+      definePolicy({ name: 'api', limit: 5, window: '1m' }),
+      definePolicy({ name: 'b.x-1', limit: 5, window: 1500, algorithm: 'bucketed', buckets: 10 }),
+    ]
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...policies),
+        fc.string({ unit: 'binary' }),
+        fc.option(fc.string({ unit: 'binary' }), { nil: undefined }),
+        (policy, tenant, route) => {
+          const key = buildKey(policyKeyName(policy), route === undefined ? tenant : { tenant, route })
+          const stored = parseStoredKey(`pre:${key}`, 'pre')
+          const { name, window, algorithm } = policy
+          expect(stored?.policy).to.deep.equal({
+            name,
+            window,
+            algorithm,
+            ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+          })
+          expect(stored?.key).to.equal(key)
+          expect(stored?.tenant).to.equal(encodeKeyPart(tenant).startsWith('%h') ? undefined : tenant)
+          expect(stored?.hasRoute).to.equal(route !== undefined)
+          if (route !== undefined)
+            expect(stored?.route).to.equal(encodeKeyPart(route).startsWith('%h') ? undefined : route)
+        },
+      ),
+    )
+  })
+
+  it('skips keys that are no window: a refund marker, another prefix, another app', () => {
+    expect(parseStoredKey('pre:api~sl3-60000:{a}:GET%20/x:refund:abc', 'pre')).to.equal(undefined)
+    expect(parseStoredKey('other:api~sl3-60000:{a}', 'pre')).to.equal(undefined)
+    expect(parseStoredKey('pre:session:123', 'pre')).to.equal(undefined)
+  })
+
+  it('decodeKeyPart inverts encodeKeyPart, and refuses what it never makes', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 21 }), (value) => {
+        expect(decodeKeyPart(encodeKeyPart(value))).to.equal(value)
+      }),
+    )
+    expect(decodeKeyPart(encodeKeyPart('x'.repeat(200)))).to.equal(undefined)
+    expect(decodeKeyPart('%zz')).to.equal(undefined)
+  })
+})

@@ -1,0 +1,288 @@
+import { fork } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { expect } from 'chai'
+import type { Redis } from 'ioredis'
+import { runCli } from '../../support/cli.js'
+import { redisClient, uniquePrefix } from '../../support/redis.js'
+import { redisUrl } from '../../support/root-hooks.js'
+
+const quiet = { warn() {}, info() {} }
+
+describe('the fleetlimit command line, on a real Redis', function () {
+  this.timeout(30_000)
+  let client: Redis
+  let prefix: string
+  let limiter: RateLimiter
+  /** The options every command here takes: this test's server and prefix, and the policy below. */
+  let target: string[]
+  const policy = ['--policy', 'api', '--window', '1m']
+
+  beforeEach(async () => {
+    client = redisClient()
+    prefix = uniquePrefix()
+    target = ['--redis', redisUrl(), '--prefix', prefix]
+    limiter = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      name: 'api',
+      limit: 3,
+      window: '1m',
+      logger: quiet,
+    })
+    // acme as an app-level middleware counts it (route '*'): 3 admitted, the fourth denied; globex once.
+    for (let i = 0; i < 4; i++) await limiter.consume({ tenant: 'acme', route: '*' })
+    await limiter.consume('globex')
+  })
+  afterEach(() => client.disconnect())
+
+  const acme = () => `${prefix}:api~sl3-60000:{acme}:*`
+
+  it('peek shows the key it read and the usage, for a person', async () => {
+    const run = await runCli(['peek', 'acme', '--route', '*', ...policy, '--limit', '3', ...target])
+    expect(run.stderr).to.equal('')
+    expect(run.code).to.equal(0)
+    const lines = run.stdout.trimEnd().split('\n')
+    expect(lines.slice(0, 3)).to.deep.equal([
+      `key        ${acme()}`,
+      'policy     api, window 1m, limit 3',
+      'used       3 of 3 (0 remaining)',
+    ])
+    expect(lines[3]).to.match(/^window {5}empties in \d+\.\d s$/)
+    expect(lines[4]).to.equal('paused     no')
+    expect(lines[5]).to.match(/^next call {2}denied, retry in \d+\.\d s$/)
+    expect(lines).to.have.length(6)
+  })
+
+  it('peek of an empty key names the tenant’s live keys of the policy: most often the route was left out', async () => {
+    const run = await runCli(['peek', 'acme', ...policy, ...target])
+    expect(run.stdout).to.equal(
+      [
+        `key        ${prefix}:api~sl3-60000:{acme}`,
+        'policy     api, window 1m',
+        'used       0',
+        'window     empty',
+        'paused     no',
+        "live keys  --route '*'",
+        '',
+      ].join('\n'),
+    )
+    const json = await runCli(['peek', 'acme', ...policy, '--json', ...target])
+    expect(JSON.parse(json.stdout)).to.deep.include({ used: 0, otherRoutes: ['*'] })
+  })
+
+  it('peek --json: one object with the key, the usage and the next call’s answer', async () => {
+    const run = await runCli(['peek', 'acme', '--route', '*', ...policy, '--limit', '3', '--json', ...target])
+    expect(run.code).to.equal(0)
+    const out = JSON.parse(run.stdout) as Record<string, unknown>
+    expect(out).to.deep.include({
+      command: 'peek',
+      key: acme(),
+      policy: { name: 'api', windowMs: 60_000, algorithm: 'sliding-log', limit: 3 },
+      tenant: 'acme',
+      route: '*',
+      used: 3,
+      pausedMs: 0,
+      remaining: 0,
+      allowed: false,
+    })
+    const decision = await limiter.peek({ tenant: 'acme', route: '*' })
+    // The same wait the limiter reports, read a moment earlier.
+    expect(out.retryAfterMs).to.be.within(decision.retryAfterMs, 60_000)
+    expect(out.resetMs).to.be.within(decision.resetMs, 60_000)
+  })
+
+  it('keys lists the live keys of the prefix with their usage, by SCAN', async () => {
+    const monitor = redisClient()
+    await monitor.config('RESETSTAT')
+    const run = await runCli(['keys', '--json', ...target])
+    expect(run.code).to.equal(0)
+    const out = JSON.parse(run.stdout) as { keys: Record<string, unknown>[]; truncated: boolean }
+    expect(out.truncated).to.equal(false)
+    expect(
+      out.keys.map(({ key, tenant, route, used, pausedMs }) => ({ key, tenant, route, used, pausedMs })),
+    ).to.deep.equal([
+      { key: acme(), tenant: 'acme', route: '*', used: 3, pausedMs: 0 },
+      { key: `${prefix}:api~sl3-60000:{globex}`, tenant: 'globex', route: undefined, used: 1, pausedMs: 0 },
+    ])
+    const stats = await monitor.info('commandstats')
+    monitor.disconnect()
+    expect(stats).to.not.match(/cmdstat_keys:/)
+    expect(stats).to.match(/cmdstat_scan:calls=[1-9]/)
+
+    const human = await runCli(['keys', ...target])
+    const lines = human.stdout.trimEnd().split('\n')
+    expect(lines[0]).to.equal('USED  EMPTIES IN  PAUSED  KEY')
+    expect(lines[1]).to.match(new RegExp(`^3 {5}\\d+\\.\\d s {6}- {7}${literal(acme())}$`))
+    expect(lines.at(-1)).to.equal(`2 keys under prefix "${prefix}"`)
+  })
+
+  it('a bucketed policy: its key names its buckets, and the flags name them too', async () => {
+    const bulk = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      name: 'bulk',
+      limit: 50,
+      window: '1h',
+      algorithm: 'bucketed',
+      buckets: 12,
+      logger: quiet,
+    })
+    for (let i = 0; i < 7; i++) await bulk.consume('acme')
+    const flags = ['--policy', 'bulk', '--window', '1h', '--algorithm', 'bucketed', '--buckets', '12']
+    const run = await runCli(['peek', 'acme', ...flags, '--limit', '50', '--json', ...target])
+    expect(JSON.parse(run.stdout)).to.deep.include({
+      key: `${prefix}:bulk~bw1-3600000-12:{acme}`,
+      policy: { name: 'bulk', windowMs: 3_600_000, algorithm: 'bucketed', buckets: 12, limit: 50 },
+      used: 7,
+      remaining: 43,
+      allowed: true,
+    })
+    const unnamed = await runCli(['peek', 'acme', '--policy', 'bulk', '--window', '1h', ...target])
+    expect(unnamed.code).to.equal(2)
+    expect(unnamed.stderr).to.include('--policy bulk --window 1h --algorithm bucketed --buckets 12')
+  })
+
+  it('pause denies the key in every process until resume', async () => {
+    const paused = await runCli(['pause', 'globex', ...policy, '--for', '10m', ...target])
+    expect(paused.code).to.equal(0)
+    expect(paused.stdout).to.match(
+      new RegExp(
+        `^paused ${literal(`${prefix}:api~sl3-60000:{globex}`)}: every call denied for \\d+\\.\\d s, in every process\\n$`,
+      ),
+    )
+    const denied = await limiter.consume('globex')
+    expect(denied.allowed).to.equal(false)
+    expect(denied.retryAfterMs).to.be.within(590_000, 600_000)
+
+    const listed = JSON.parse((await runCli(['keys', '--json', ...target])).stdout) as { keys: { pausedMs: number }[] }
+    expect(listed.keys[1]?.pausedMs).to.be.within(590_000, 600_000)
+
+    const resumed = await runCli(['resume', 'globex', ...policy, '--json', ...target])
+    expect(resumed.code).to.equal(0)
+    expect(JSON.parse(resumed.stdout)).to.deep.include({ command: 'resume', resumed: true, forgottenUnits: 1 })
+    expect(await limiter.consume('globex')).to.include({ allowed: true, source: 'store' })
+
+    const again = await runCli(['resume', 'globex', ...policy, ...target])
+    expect(again.stdout).to.equal(`not paused: ${prefix}:api~sl3-60000:{globex} (nothing changed)\n`)
+  })
+
+  it('reset admits a client blocked in another process’s local tier again, at once', async () => {
+    // The child's limiter: limit 2 a minute, the default name (2-per-60000ms), key 'k'; its deny cache holds k.
+    const child = fork(fileURLToPath(new URL('../../support/reset-child.ts', import.meta.url)), {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    try {
+      const messages: Record<string, unknown>[] = []
+      let arrived = () => {}
+      child.on('message', (message: Record<string, unknown>) => {
+        messages.push(message)
+        arrived()
+      })
+      let exited = false
+      const exit = once(child, 'exit').then(() => {
+        exited = true
+        arrived()
+      })
+      const next = async () => {
+        while (messages.length === 0) {
+          if (exited) throw new Error('the child process exited before it reported')
+          await new Promise<void>((resolve) => (arrived = resolve))
+        }
+        return messages.shift() as Record<string, unknown>
+      }
+      // A deadline a busy machine does not miss: the child's decisions must come from Redis.
+      child.send({ redisUrl: redisUrl(), prefix, timeoutMs: 5_000 })
+      expect(await next()).to.deep.equal({ type: 'denied', sources: ['store', 'store', 'store', 'local'] })
+      const run = await runCli(['reset', 'k', '--limit', '2', '--window', '1m', ...target])
+      expect(run.stderr).to.equal('')
+      expect(run.stdout).to.equal(
+        `reset ${prefix}:2-per-60000ms~sl3-60000:{k}: 2 units forgotten; every process asks Redis again\n`,
+      )
+      expect(await next()).to.deep.equal({ type: 'after', allowed: true, source: 'store' })
+      await exit
+    } finally {
+      child.kill()
+    }
+  })
+
+  describe('one line on stderr and a non-zero exit for what an operator gets wrong', () => {
+    it('an unknown policy (a name or window no live key has), listing the live ones', async () => {
+      const run = await runCli(['peek', 'acme', '--policy', 'api', '--window', '1h', ...target])
+      expect(run).to.deep.equal({
+        code: 2,
+        stdout: '',
+        stderr:
+          `fleetlimit: unknown policy "api" with window 1h: no live key of it under prefix "${prefix}"; ` +
+          'live policies: --policy api --window 1m (--force acts anyway)\n',
+      })
+      const forced = await runCli([
+        'pause',
+        'acme',
+        '--policy',
+        'api',
+        '--window',
+        '1h',
+        '--for',
+        '1m',
+        '--force',
+        ...target,
+      ])
+      expect(forced.code).to.equal(0)
+    })
+
+    it('an invalid policy, naming the flag', async () => {
+      expect(await runCli(['peek', 'acme', '--policy', 'no good', '--window', '1m', ...target])).to.deep.equal({
+        code: 2,
+        stdout: '',
+        stderr:
+          'fleetlimit: invalid --policy: got "no good"; expected 1 to 64 letters, digits, `.`, `_` or `-`, starting ' +
+          'with a letter or digit.\n',
+      })
+      const window = await runCli(['reset', 'acme', '--policy', 'api', '--window', '1x', ...target])
+      expect(window.code).to.equal(2)
+      expect(window.stderr).to.match(/^fleetlimit: invalid --window: got "1x"; expected [^\n]+\n$/)
+    })
+
+    it('a bad URL, and a server that is not there', async () => {
+      expect(await runCli(['keys', '--redis', 'http://127.0.0.1:6379'])).to.deep.equal({
+        code: 2,
+        stdout: '',
+        stderr: 'fleetlimit: not a Redis URL: "http://127.0.0.1:6379/" (expected redis:// or rediss://)\n',
+      })
+      const server = await startRedisServer()
+      await server.stop()
+      expect(await runCli(['keys', '--redis', server.url])).to.deep.equal({
+        code: 1,
+        stdout: '',
+        stderr: `fleetlimit: cannot connect to Redis at ${server.url}: connection refused\n`,
+      })
+    })
+
+    it('a wrong password, or none, without showing the password given', async () => {
+      const server = await startRedisServer(['--requirepass', 'right'])
+      try {
+        const url = `redis://:wrong@127.0.0.1:${server.port}`
+        expect(await runCli(['keys', '--redis', url])).to.deep.equal({
+          code: 1,
+          stdout: '',
+          stderr:
+            `fleetlimit: Redis at redis://:***@127.0.0.1:${server.port} refused the credentials: WRONGPASS invalid ` +
+            'username-password pair or user is disabled.\n',
+        })
+        const none = await runCli(['keys', '--redis', `redis://127.0.0.1:${server.port}`])
+        expect(none.code).to.equal(1)
+        expect(none.stderr).to.equal(
+          `fleetlimit: Redis at redis://127.0.0.1:${server.port} needs a password: give it in the URL, ` +
+            'redis://:password@host:port (NOAUTH Authentication required.)\n',
+        )
+        const right = await runCli(['keys', '--redis', `redis://:right@127.0.0.1:${server.port}`])
+        expect(right).to.deep.equal({ code: 0, stdout: '0 keys under prefix "fleetlimit"\n', stderr: '' })
+      } finally {
+        await server.stop()
+      }
+    })
+  })
+})
+
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
