@@ -1,6 +1,7 @@
 // The overhead part's results as Markdown (how each ratio was measured, then a table per framework) and as
 // one bar chart of every ratio with its spread over the slices.
 import { MEMORY_PEERS } from './memory-peers.js'
+import { FLOOR } from './overhead-floor.js'
 import { inMemory, type LimiterName, LOCAL_TIER, type LoadName, MEMORY_STORE } from './overhead-servers.js'
 import type { OverheadFramework, OverheadRow, SliceSettings } from './overhead-slices.js'
 import { limiterName } from './peers.js'
@@ -24,7 +25,9 @@ const nameOf = (limiter: LimiterName) => MEMORY_PEERS.find((peer) => peer.id ===
 function inMemoryTable(rows: readonly OverheadRow[]): string[] {
   const lines: string[] = []
   for (const load of ['admitted', 'denied'] as const) {
-    const peers = rows.filter((row) => row.load === load && inMemory(row.limiter) && row.limiter !== MEMORY_STORE)
+    const peers = rows.filter(
+      (row) => row.load === load && inMemory(row.limiter) && row.limiter !== MEMORY_STORE && row.limiter !== FLOOR,
+    )
     const best = peers.reduce<OverheadRow | undefined>((b, row) => (b && b.median >= row.median ? b : row), undefined)
     if (!best) continue
     const ours = (limiter: LimiterName) => {
@@ -32,15 +35,16 @@ function inMemoryTable(rows: readonly OverheadRow[]): string[] {
       return row ? `${f2(row.median)} (${f2(row.median / best.median)})` : ''
     }
     lines.push(
-      `| ${LOAD_TEXT[load]} | ${nameOf(best.limiter)} | ${f2(best.median)} | ${ours(MEMORY_STORE)} | ${ours(LOCAL_TIER)} |`,
+      `| ${LOAD_TEXT[load]} | ${nameOf(best.limiter)} | ${f2(best.median)} | ${ours(MEMORY_STORE)} | ${ours(LOCAL_TIER)} | ${ours(FLOOR)} |`,
     )
   }
   if (lines.length === 0) return []
   return [
-    'In memory: limited / bare (median), and in brackets fleetlimit over the best in-process peer:',
+    'In memory: limited / bare (median), and in brackets over the best in-process peer. The floor is a middleware',
+    'that only counts in a Map and sends the same headers and answers as fleetlimit (overhead-floor.ts).',
     '',
-    '| load | best in-process peer | its ratio | fleetlimit, memory store | fleetlimit on Redis, local tier |',
-    '|---|---|---|---|---|',
+    '| load | best in-process peer | its ratio | fleetlimit, memory store | fleetlimit on Redis, local tier | floor |',
+    '|---|---|---|---|---|---|',
     ...lines,
     '',
   ]

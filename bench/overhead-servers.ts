@@ -13,6 +13,7 @@ import {
 import { Redis } from 'ioredis'
 import { fleetlimitGuard } from './fleetlimit-guard.js'
 import { MEMORY_PEERS, type MemoryPeerId } from './memory-peers.js'
+import { FLOOR, floorGuard } from './overhead-floor.js'
 import { PEERS, type PeerId } from './peers.js'
 import { type BenchServer, type Framework, type Guard, type KeyOf, startServer } from './servers.js'
 
@@ -40,11 +41,17 @@ export const LOADS: Readonly<Record<LoadName, Load>> = {
 export const STORE_ONLY = 'fleetlimit, store only'
 export const LOCAL_TIER = 'fleetlimit, local tier'
 export const MEMORY_STORE = 'fleetlimit, memory store'
-export type LimiterName = PeerId | MemoryPeerId | typeof STORE_ONLY | typeof LOCAL_TIER | typeof MEMORY_STORE
+export type LimiterName =
+  | PeerId
+  | MemoryPeerId
+  | typeof STORE_ONLY
+  | typeof LOCAL_TIER
+  | typeof MEMORY_STORE
+  | typeof FLOOR
 
 /** Whether a limiter keeps its counts in the server's process rather than in Redis. */
 export const inMemory = (limiter: LimiterName) =>
-  limiter === MEMORY_STORE || MEMORY_PEERS.some((peer) => peer.id === limiter)
+  limiter === MEMORY_STORE || limiter === FLOOR || MEMORY_PEERS.some((peer) => peer.id === limiter)
 
 /** The local tier as a hot key would use it: the deny cache (on by default) and auto-sized leases. */
 const LOCAL: LocalOptions = { lease: 'auto' }
@@ -74,6 +81,7 @@ function plan(framework: Framework): [LimiterName, LoadName[]][] {
       ['admitted', 'denied'],
     ]),
     [MEMORY_STORE, ['admitted', 'denied']],
+    [FLOOR, ['admitted', 'denied']],
   ]
 }
 
@@ -91,7 +99,7 @@ export async function startCells(
         const load = LOADS[loadName]
         const options = { limit: load.limit, windowMs: load.windowMs }
         const memoryPeer = MEMORY_PEERS.find((p) => p.id === limiter)
-        const client = memoryPeer || limiter === MEMORY_STORE ? undefined : new Redis(redisUrl)
+        const client = inMemory(limiter) ? undefined : new Redis(redisUrl)
         if (client) await once(client, 'ready')
         // Distinct prefixes, so that no two servers share a key.
         const prefix = `overhead-${framework}-${cells.length}`.toLowerCase()
@@ -102,6 +110,8 @@ export async function startCells(
           guard = await peer.createGuard(client, { ...options, prefix: `${prefix}:` })
         } else if (memoryPeer) {
           guard = memoryPeer.createGuard(framework, options)
+        } else if (limiter === FLOOR) {
+          guard = floorGuard(framework, options)
         } else {
           // The memory store as the quick starts set it up: the local tier's defaults.
           const store: Store = client ? redisStore(client, { prefix }) : memoryStore()
