@@ -1,9 +1,19 @@
-// The overhead part's servers for one framework: one per limiter and load, each limiter on an ioredis
-// connection of its own, as an application has. The peers are those of peers.ts that run on the framework.
+// The overhead part's servers for one framework: one per limiter and load, each Redis limiter on an ioredis
+// connection of its own, as an application has. The peers are those of peers.ts and memory-peers.ts that run
+// on the framework.
 import { once } from 'node:events'
-import { createRateLimiter, type LimiterStats, type LocalOptions, redisStore } from '@fleetlimit/core'
+import {
+  createRateLimiter,
+  type LimiterStats,
+  type LocalOptions,
+  memoryStore,
+  redisStore,
+  type Store,
+} from '@fleetlimit/core'
 import { Redis } from 'ioredis'
 import { fleetlimitGuard } from './fleetlimit-guard.js'
+import { MEMORY_PEERS, type MemoryPeerId } from './memory-peers.js'
+import { FLOOR, floorGuard } from './overhead-floor.js'
 import { PEERS, type PeerId } from './peers.js'
 import { type BenchServer, type Framework, type Guard, type KeyOf, startServer } from './servers.js'
 
@@ -30,7 +40,18 @@ export const LOADS: Readonly<Record<LoadName, Load>> = {
 
 export const STORE_ONLY = 'fleetlimit, store only'
 export const LOCAL_TIER = 'fleetlimit, local tier'
-export type LimiterName = PeerId | typeof STORE_ONLY | typeof LOCAL_TIER
+export const MEMORY_STORE = 'fleetlimit, memory store'
+export type LimiterName =
+  | PeerId
+  | MemoryPeerId
+  | typeof STORE_ONLY
+  | typeof LOCAL_TIER
+  | typeof MEMORY_STORE
+  | typeof FLOOR
+
+/** Whether a limiter keeps its counts in the server's process rather than in Redis. */
+export const inMemory = (limiter: LimiterName) =>
+  limiter === MEMORY_STORE || limiter === FLOOR || MEMORY_PEERS.some((peer) => peer.id === limiter)
 
 /** The local tier as a hot key would use it: the deny cache (on by default) and auto-sized leases. */
 const LOCAL: LocalOptions = { lease: 'auto' }
@@ -40,7 +61,8 @@ export interface Cell {
   readonly limiter: LimiterName
   readonly load: LoadName
   readonly server: BenchServer
-  readonly client: Redis
+  /** The limiter's own Redis connection; none for an in-memory one. */
+  readonly client?: Redis
   /** fleetlimit only: its limiter's counters. */
   readonly stats?: () => LimiterStats
 }
@@ -54,36 +76,56 @@ function plan(framework: Framework): [LimiterName, LoadName[]][] {
     ]),
     [STORE_ONLY, ['admitted', 'denied']],
     [LOCAL_TIER, ['admitted', 'denied', 'hot tenants', 'cold keys']],
+    ...MEMORY_PEERS.filter((peer) => peer.frameworks.includes(framework)).map((peer): [LimiterName, LoadName[]] => [
+      peer.id,
+      ['admitted', 'denied'],
+    ]),
+    [MEMORY_STORE, ['admitted', 'denied']],
+    [FLOOR, ['admitted', 'denied']],
   ]
 }
 
-export async function startCells(framework: Framework, redisUrl: string): Promise<Cell[]> {
+/** `only`: the limiters to start, all of them if absent. */
+export async function startCells(
+  framework: Framework,
+  redisUrl: string,
+  only?: (limiter: LimiterName) => boolean,
+): Promise<Cell[]> {
   const cells: Cell[] = []
   try {
     for (const [limiter, loads] of plan(framework)) {
+      if (only && !only(limiter)) continue
       for (const loadName of loads) {
         const load = LOADS[loadName]
-        const client = new Redis(redisUrl)
-        await once(client, 'ready')
+        const options = { limit: load.limit, windowMs: load.windowMs }
+        const memoryPeer = MEMORY_PEERS.find((p) => p.id === limiter)
+        const client = inMemory(limiter) ? undefined : new Redis(redisUrl)
+        if (client) await once(client, 'ready')
         // Distinct prefixes, so that no two servers share a key.
         const prefix = `overhead-${framework}-${cells.length}`.toLowerCase()
         let guard: Guard
         let stats: (() => LimiterStats) | undefined
         const peer = PEERS.find((p) => p.id === limiter)
-        if (peer) {
-          guard = await peer.createGuard(client, { limit: load.limit, windowMs: load.windowMs, prefix: `${prefix}:` })
+        if (peer && client) {
+          guard = await peer.createGuard(client, { ...options, prefix: `${prefix}:` })
+        } else if (memoryPeer) {
+          guard = memoryPeer.createGuard(framework, options)
+        } else if (limiter === FLOOR) {
+          guard = floorGuard(framework, options)
         } else {
+          // The memory store as the quick starts set it up: the local tier's defaults.
+          const store: Store = client ? redisStore(client, { prefix }) : memoryStore()
           const rateLimiter = createRateLimiter({
-            store: redisStore(client, { prefix }),
+            store,
             limit: load.limit,
             window: load.windowMs,
-            local: limiter === LOCAL_TIER ? LOCAL : false,
+            ...(client && { local: limiter === LOCAL_TIER ? LOCAL : false }),
           })
           guard = fleetlimitGuard(framework, rateLimiter, load.byHeader ? byTenant : undefined)
           stats = () => rateLimiter.stats()
         }
         const server = await startServer(framework, { guard })
-        cells.push({ limiter, load: loadName, server, client, ...(stats && { stats }) })
+        cells.push({ limiter, load: loadName, server, ...(client && { client }), ...(stats && { stats }) })
       }
     }
   } catch (error) {
@@ -96,6 +138,6 @@ export async function startCells(framework: Framework, redisUrl: string): Promis
 export async function closeCells(cells: readonly Cell[]): Promise<void> {
   for (const cell of cells) {
     await cell.server.close()
-    cell.client.disconnect()
+    cell.client?.disconnect()
   }
 }

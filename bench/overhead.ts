@@ -4,21 +4,23 @@
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { startLoadGenerator } from './loadgen.js'
 import { overheadChart, overheadMarkdown } from './overhead-report.js'
-import { type Cell, closeCells, startCells } from './overhead-servers.js'
+import { type Cell, closeCells, type LimiterName, startCells } from './overhead-servers.js'
 import { measureFramework, type OverheadFramework, type SliceSettings } from './overhead-slices.js'
 import type { PartResult } from './run.js'
 import { type Framework, startServer } from './servers.js'
 
 export interface OverheadOptions extends Partial<SliceSettings> {
   readonly frameworks?: readonly Framework[]
+  /** The limiters measured, all of them if absent. */
+  readonly only?: (limiter: LimiterName) => boolean
 }
 
-// 26 rows in all: 6 slices of 1.3 s each, with the bare slices between them, take about 6 minutes.
+// 40 rows in all: 6 slices of 1.3 s each, with the bare slices between them, take about 9 minutes.
 const FULL: SliceSettings = { rounds: 6, sliceMs: 1_300, bareEvery: 2, warmMs: 500, connections: 10 }
 const FRAMEWORKS: readonly Framework[] = ['Express', 'Fastify', 'Koa']
 
 export async function overhead(options: OverheadOptions = {}): Promise<PartResult> {
-  const { frameworks = FRAMEWORKS, ...sizes } = options
+  const { frameworks = FRAMEWORKS, only, ...sizes } = options
   const settings: SliceSettings = { ...FULL, ...sizes }
   const started = performance.now()
   const redis = await startRedisServer()
@@ -29,7 +31,7 @@ export async function overhead(options: OverheadOptions = {}): Promise<PartResul
       const bare = await startServer(framework)
       let cells: Cell[] = []
       try {
-        cells = await startCells(framework, redis.url)
+        cells = await startCells(framework, redis.url, only)
         results.push(await measureFramework(framework, bare, cells, loadgen, settings))
       } finally {
         await bare.close()

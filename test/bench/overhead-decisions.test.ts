@@ -2,6 +2,7 @@
 // every number is finite and positive. Timing is never asserted: the numbers of a tiny run mean nothing.
 import { expect } from 'chai'
 import { type BenchmarkRow, type DecisionsRow, decisions } from '../../bench/decisions.js'
+import { MEMORY_PEERS } from '../../bench/memory-peers.js'
 import { overhead } from '../../bench/overhead.js'
 import type { OverheadFramework } from '../../bench/overhead-slices.js'
 import { PEERS } from '../../bench/peers.js'
@@ -24,15 +25,25 @@ const peerRows = (framework: string) =>
     [peer.id, 'admitted'],
     [peer.id, 'denied'],
   ])
+// In memory: the peers' own stores, fleetlimit's memory store, and the floor under them.
+const memoryRows = (framework: 'Express' | 'Fastify' | 'Koa') =>
+  [
+    ...MEMORY_PEERS.filter((peer) => peer.frameworks.includes(framework)).map((peer) => peer.id),
+    'fleetlimit, memory store',
+    'floor: Map counter, same headers',
+  ].flatMap((limiter) => [
+    [limiter, 'admitted'],
+    [limiter, 'denied'],
+  ])
 const EXPECTED_ROWS: Record<string, string[][]> = {
-  Express: [...peerRows('Express'), ...OURS],
-  Fastify: [...peerRows('Fastify'), ...OURS],
-  Koa: [...peerRows('Koa'), ...OURS],
+  Express: [...peerRows('Express'), ...OURS, ...memoryRows('Express')],
+  Fastify: [...peerRows('Fastify'), ...OURS, ...memoryRows('Fastify')],
+  Koa: [...peerRows('Koa'), ...OURS, ...memoryRows('Koa')],
 }
 
 describe('bench parts: overhead and decisions (tiny)', () => {
   it('overhead: a ratio row for every framework, limiter and load', async function () {
-    this.timeout(60_000)
+    this.timeout(90_000)
     const result = await overhead({ rounds: 1, sliceMs: 100, warmMs: 50, bareEvery: 2 })
     const { frameworks } = result.data as { frameworks: OverheadFramework[] }
     expect(frameworks.map((f) => f.framework)).to.deep.equal(['Express', 'Fastify', 'Koa'])
@@ -46,9 +57,12 @@ describe('bench parts: overhead and decisions (tiny)', () => {
         expect(row.ratios, what).to.have.length(1)
         for (const ratio of [...row.ratios, row.median, row.min, row.max, row.medianRate]) positive(ratio, what)
         if (row.limiter.startsWith('fleetlimit')) expect(row.storeCallsPerRequest, what).to.be.a('number')
+        // Every response had its load's status: 200 admitted, 429 denied.
+        expect(row.unexpected, what).to.equal(0)
       }
     }
     expect(result.markdown).to.include('### Koa')
+    expect(result.markdown.match(/\| best in-process peer \|/g), 'an in-memory table per framework').to.have.length(3)
     expect(result.charts?.ratios).to.match(/^<svg[\s\S]*<\/svg>\s*$/)
   })
 

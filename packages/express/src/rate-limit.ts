@@ -81,7 +81,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     // Another limiter's headers already on the response are kept: every policy that applied is listed.
     const headers = sent ? {} : stackHeaders(outcome.headers, (name) => res.getHeader(name))
     if (outcome.action === 'next') {
-      for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+      for (const name in headers) res.setHeader(name, headers[name] as string)
       const { decision } = outcome
       if (http.settles && decision?.allowed) {
         onResponseEnd(res, (finished, status) => void http.settle(req, res, decision, finished, status))

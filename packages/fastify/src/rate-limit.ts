@@ -26,6 +26,8 @@ declare module 'fastify' {
   }
 }
 
+type RouteOptions = FastifyRequest['routeOptions']
+
 /** The request hook the plugin limits in. */
 export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler'
 
@@ -121,22 +123,23 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
   const severalMethods = new Set<string>()
 
   /** Whether the matched route takes several methods: `app.all`, or `method: ['GET', 'POST']` in `app.route`. */
-  function routeTakesManyMethods({ routeOptions: { method, url } }: FastifyRequest): boolean {
+  function routeTakesManyMethods({ method, url }: RouteOptions): boolean {
     if (Array.isArray(method)) return manyMethods(method)
     return method === 'HEAD' && url !== undefined && severalMethods.has(url)
   }
 
   /** `perRoute`: the route has its own policy, so its pattern keys it; the plugin's policy counts across routes. */
-  function describe(request: FastifyRequest, perRoute: boolean): RequestInfo {
+  function describe(request: FastifyRequest, route: RouteOptions, perRoute: boolean): RequestInfo {
     const peerAddress = request.socket.remoteAddress
-    // request.ips is only set when trustProxy is on; the setting is the same for every request.
-    const trusted = request.ips !== undefined
+    // request.ips is only defined when trustProxy is on (a getter that parses X-Forwarded-For, so not called here);
+    // the setting is the same for every request.
+    const trusted = 'ips' in request
     if (trusted && trustsAll === undefined) trustsAll = trustsAnyPeer(request)
     return {
       ip: request.ip,
       method: request.method,
-      routePattern: perRoute ? request.routeOptions.url : undefined,
-      manyMethods: perRoute && routeTakesManyMethods(request),
+      routePattern: perRoute ? route.url : undefined,
+      manyMethods: perRoute && routeTakesManyMethods(route),
       forwardedFor: request.headers['x-forwarded-for'] !== undefined,
       trustProxy: !trusted ? 'none' : trustsAll ? 'all' : 'some',
       peerAddress,
@@ -162,11 +165,13 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined)
 
   async function limit(request: FastifyRequest, reply: FastifyReply) {
-    const config = request.routeOptions.config.rateLimit
+    // A getter that builds a new object on each read: read once.
+    const route = request.routeOptions
+    const config = route.config.rateLimit
     if (config === false) return
     const http = config === undefined ? global : routeLimiter(config)
     if (!http) return
-    const outcome = await http.handle(request, describe(request, config !== undefined))
+    const outcome = await http.handle(request, describe(request, route, config !== undefined))
     // Stacked registrations (say one per IP onRequest, one per user preHandler): the last one to decide sets it.
     if (outcome.decision) request.rateLimit = outcome.decision
     // A reply another hook has sent meanwhile (a request timeout) is left alone; Fastify goes no further with it.

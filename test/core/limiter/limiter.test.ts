@@ -90,6 +90,19 @@ describe('decisions on the memory store', () => {
     expect(await limiter.consume({ tenant: 't0' }), 'the same tenant as an object').to.include({ allowed: false })
     expect((await limiter.consume('t0', { cost: 1 })).allowed, 'with options').to.equal(false)
   })
+  it('keeps each route and tenant its own window past the ones whose keys it keeps built (16,384)', async () => {
+    const limiter = createRateLimiter({ store: memoryStore(), limit: 1, window: '1m', local: false })
+    const keys = Array.from({ length: 16_384 + 2 }, (_, i) => ({ tenant: `t${i % 100}`, route: `GET /r${i}` }))
+    for (const key of keys) expect((await limiter.consume(key)).allowed, key.route).to.equal(true)
+    for (const key of [keys[0], keys[1], keys.at(-1)] as { tenant: string; route: string }[]) {
+      expect(await limiter.consume(key), key.route).to.include({ allowed: false, remaining: 0 })
+      expect((await limiter.consume({ ...key, route: 'other' })).allowed, 'another route').to.equal(true)
+    }
+    expect((await limiter.consume({ tenant: 't0' })).allowed, 'no route').to.equal(true)
+    expect((await limiter.consume({ tenant: 't0' })).allowed, 'no route, again').to.equal(false)
+    const refused = await limiter.consume({ tenant: 't0', route: 5 } as never).catch((error: Error) => error)
+    expect(refused).to.include({ code: 'ERR_FLEETLIMIT_OPTION', option: 'key.route' })
+  })
   it('are made at once, with no store promise in between: the decision is out when consume() returns', async () => {
     const store = memoryStore()
     const storeConsume = sinon.spy(store, 'consume')

@@ -13,7 +13,7 @@ import {
   sized,
 } from './answers.js'
 import { checkTenantIpv6, createAddressWarnings, createWarnOnce } from './config-warnings.js'
-import { defaultRoute } from './default-route.js'
+import { createRouteNames } from './default-route.js'
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js'
 import {
   type FrameworkInfo,
@@ -46,6 +46,7 @@ function countedBy(limiter: RateLimiter): WeakSet<object> {
 }
 
 const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}), decision: undefined })
+const NEXT_NOW = Promise.resolve(NEXT)
 
 /**
  * The request-level limiter behind every adapter: options are validated here once, and every header value
@@ -89,22 +90,54 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     return sized(customBody(typeof message === 'function' ? await message(req, decision) : message))
   }
 
-  return {
-    limiter,
-    async handle(req, info) {
-      // A request that passes this middleware twice (nested routers, a re-dispatch), or another built on the same
-      // limiter, counts once.
-      if (counted.has(req)) return NEXT
-      counted.add(req)
-      try {
-        return await decide(req, info)
-      } catch (error) {
-        return failed(req, error)
-      }
-    },
-    settles: settler.settles,
-    settle: settler.settle,
-    stats: settler.stats,
+  // No function of the request's to call: a request goes from its info to the limiter and to its answer with no
+  // promise but the limiter's and no closure. The same steps as decide(), without the options it has not.
+  const direct = !skip && !tenantOf && !routeOf && !costOf && !limitOf && !onLimited && typeof message !== 'function'
+  const routes = createRouteNames()
+
+  function decideDirect(info: RequestInfo): Promise<HttpOutcome> {
+    const key = { tenant: ipTenantOf(info), route: routes.of(info) }
+    return limiter.consume(key).then(plainAnswer, storeFailure)
+  }
+  const plainAnswer = (decision: Decision) => answer(decision)
+
+  /** The answer to a store error that the policy fails closed on: a 503 the client can retry. */
+  function storeFailure(error: unknown): HttpOutcome {
+    if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
+    const retryAfter = String(retryAfterSeconds((error as StoreError).retryAfterMs))
+    return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
+  }
+
+  /**
+   * The outcome of a decision: through with its headers, or the denial (onLimited told first). `req` is only
+   * read by onLimited and a message function, which a direct decision has not.
+   */
+  function answer(decision: Decision, req?: Req): HttpOutcome | Promise<HttpOutcome> {
+    const headers = rateLimitHeaders(decision, headerOptions)
+    if (decision.allowed) {
+      // A shadow policy's denial is reported as a denial is, and let through.
+      if (decision.shadowDenied && onLimited) return reportShadow(req as Req, decision, headers)
+      return through(headers, decision)
+    }
+    if (!onLimited && message === undefined) return respond(statusCode, headers, defaultDenial(decision), decision)
+    return deny(req as Req, decision, headers)
+  }
+
+  const through = (headers: Record<string, string>, decision: Decision): HttpOutcome => ({
+    action: 'next',
+    headers,
+    decision,
+  })
+
+  async function reportShadow(req: Req, decision: Decision, headers: Record<string, string>): Promise<HttpOutcome> {
+    await (onLimited as NonNullable<typeof onLimited>)(req, decision)
+    return through(headers, decision)
+  }
+
+  async function deny(req: Req, decision: Decision, headers: Record<string, string>): Promise<HttpOutcome> {
+    if (onLimited) await onLimited(req, decision)
+    const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
+    return respond(statusCode, headers, body, decision)
   }
 
   async function decide(req: Req, info: RequestInfo): Promise<HttpOutcome> {
@@ -118,7 +151,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
       )
     }
     if (tenantOf) checkTenantIpv6(tenant, warnOnce)
-    const route = routeOf ? routeOf(req) : defaultRoute(info)
+    const route = routeOf ? routeOf(req) : routes.of(info)
     const cost = costOf ? await costOf(req) : undefined
     const limit = limitOf ? await limitOf(req) : undefined
     if (typeof limit === 'number') checkInteger(limit, 'limit(req)', 1, MAX_LIMIT)
@@ -129,28 +162,14 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     // Under the policies' own limits, a cost is checked here, under the name of the function that gave it.
     if (cost !== undefined) checkInteger(cost, 'cost(req)', 1, limit === undefined ? maxCost : MAX_LIMIT)
 
-    let decision: Decision
-    try {
-      decision = await limiter.consume(
-        { tenant, ...(route !== undefined && { route }) },
-        cost === undefined && limit === undefined
-          ? undefined
-          : { ...(cost !== undefined && { cost }), ...(limit !== undefined && { limit }) },
-      )
-    } catch (error) {
-      if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
-      const retryAfter = String(retryAfterSeconds((error as StoreError).retryAfterMs))
-      return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
-    }
-    const headers = rateLimitHeaders(decision, headerOptions)
-    if (decision.allowed) {
-      // A shadow policy's denial is reported as a denial is, and let through.
-      if (decision.shadowDenied && onLimited) await onLimited(req, decision)
-      return { action: 'next', headers, decision }
-    }
-    if (onLimited) await onLimited(req, decision)
-    const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
-    return respond(statusCode, headers, body, decision)
+    const key = { tenant, ...(route !== undefined && { route }) }
+    const call = limiter.consume(
+      key,
+      cost === undefined && limit === undefined
+        ? undefined
+        : { ...(cost !== undefined && { cost }), ...(limit !== undefined && { limit }) },
+    )
+    return call.then((decision) => answer(decision, req), storeFailure)
   }
 
   /** A request that could not be decided on: what onError says, else the default for the error. */
@@ -179,6 +198,26 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
       )
     }
     return respond(500, {}, requestError(ours ? (error as FleetlimitError).code : undefined, option), undefined)
+  }
+
+  return {
+    limiter,
+    handle(req, info) {
+      // A request that passes this middleware twice (nested routers, a re-dispatch), or another built on the same
+      // limiter, counts once.
+      if (counted.has(req)) return NEXT_NOW
+      counted.add(req)
+      let outcome: Promise<HttpOutcome>
+      try {
+        outcome = direct ? decideDirect(info) : decide(req, info)
+      } catch (error) {
+        outcome = Promise.reject(error)
+      }
+      return outcome.then(undefined, (error: unknown) => failed(req, error))
+    },
+    settles: settler.settles,
+    settle: settler.settle,
+    stats: settler.stats,
   }
 }
 

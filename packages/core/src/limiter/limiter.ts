@@ -477,11 +477,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     })
   }
 
-  // A call with no options on a tenant named by a string: its windows (keys encoded and checked) are built once and
-  // kept for the tenant's next calls, for up to CACHED_CALLS tenants, the oldest dropped first.
+  // A call with no options: its windows (keys encoded and checked) are built once per tenant, or per route and
+  // tenant, and kept for the next calls, up to CACHED_CALLS of each kind; past it, one of the first kept is dropped.
   const cachedCalls = new Map<string, Call>()
+  // By route, then tenant: no key string is built to look a call up. `undefined` is the route of `{ tenant }`.
+  const cachedRoutes = new Map<string | undefined, Map<string, Call>>()
+  let cachedRouteCalls = 0
   function defaultCall(key: KeyInput): Call {
-    if (typeof key !== 'string') return { windows: windowsOf(key, undefined), cost: defaultCost }
+    if (typeof key !== 'string') return routeCall(key)
     let call = cachedCalls.get(key)
     if (call === undefined) {
       call = { windows: windowsOf(key, undefined), cost: defaultCost }
@@ -489,6 +492,32 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       cachedCalls.set(key, call)
     }
     return call
+  }
+  function routeCall(key: Exclude<KeyInput, string>): Call {
+    const tenant: unknown = key?.tenant
+    const route: unknown = key?.route
+    // Anything else is refused by windowsOf, with the error it names.
+    if (typeof tenant !== 'string' || (route !== undefined && typeof route !== 'string')) {
+      return { windows: windowsOf(key, undefined), cost: defaultCost }
+    }
+    let tenants = cachedRoutes.get(route)
+    let call = tenants?.get(tenant)
+    if (call !== undefined) return call
+    call = { windows: windowsOf(key, undefined), cost: defaultCost }
+    if (cachedRouteCalls >= CACHED_CALLS) dropOldestRouteCall()
+    if (tenants === undefined) {
+      tenants = new Map()
+      cachedRoutes.set(route, tenants)
+    }
+    tenants.set(tenant, call)
+    cachedRouteCalls++
+    return call
+  }
+  function dropOldestRouteCall() {
+    const [route, tenants] = cachedRoutes.entries().next().value as [string | undefined, Map<string, Call>]
+    tenants.delete(tenants.keys().next().value as string)
+    if (tenants.size === 0) cachedRoutes.delete(route)
+    cachedRouteCalls--
   }
 
   /** A call's windows and cost; the cost must fit in each of its limits. */
