@@ -1,9 +1,9 @@
 import type { Emitter } from '../common/emitter.js'
 import { StoreError } from '../common/errors.js'
+import { type Deadline, DeadlineExceeded, guardedCall, ShortCircuit } from '../store/guarded-call.js'
 import { isInProcessStore } from '../store/memory-store.js'
 import { replyCode } from '../store/server-failure.js'
 import type { Store } from '../store/store.js'
-import { type Deadline, DeadlineExceeded, guardedCall, ShortCircuit } from './guarded-call.js'
 import type { LimiterEvents, Logger } from './limiter.js'
 
 /** What the store calls of one limiter counted: part of its stats(). */

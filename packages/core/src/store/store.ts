@@ -1,4 +1,4 @@
-import type { Deadline } from '../limiter/guarded-call.js'
+import type { Deadline } from './guarded-call.js'
 import type { ServerSet } from './server-set.js'
 
 /** The brand (and interface version) of a fleetlimit store. */

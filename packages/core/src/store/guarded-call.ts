@@ -1,6 +1,6 @@
 import { StoreError } from '../common/errors.js'
-import { isServerFailure, replyCode } from '../store/server-failure.js'
-import type { ServerGuard } from '../store/server-set.js'
+import { isServerFailure, replyCode } from './server-failure.js'
+import type { ServerGuard } from './server-set.js'
 
 /** The store did not answer within timeoutMs of the call being sent. */
 export class DeadlineExceeded extends StoreError {}
