@@ -43,46 +43,45 @@ export interface CallObserver {
  * that call alone.
  *
  * `call` receives the deadline so that the store can refuse to record after it. On the hot path this is one
- * promise and one object per call (see PendingCall): the guard's bookkeeping runs where the call ends.
+ * promise and one object per call (see PendingCall), and no timer: the caller's deadline queue has one.
  */
 export function guardedCall<T>(
   guard: ServerGuard | undefined,
-  connection: Connection,
-  timeoutMs: number,
+  deadlines: DeadlineQueue,
   call: (deadline: Deadline) => Promise<T>,
   observer: CallObserver,
   report?: (outcome: CallOutcome, durationMs: number) => void,
 ): Promise<T> {
-  if (!guard) return send(call, timeoutMs, connection, undefined, observer, report)
+  if (!guard) return send(call, deadlines, undefined, observer, report)
   const { breaker, gate } = guard
   if (!breaker.tryAcquire()) return Promise.reject(new ShortCircuit('the circuit breaker is open'))
   const probe = breaker.state === 'half-open'
-  if (!connection.connected()) {
+  if (!deadlines.connection.connected()) {
     breaker.failure()
     return Promise.reject(new ShortCircuit('the store is not connected'))
   }
   const waiting = gate.enter()
-  if (!waiting) return send(call, timeoutMs, connection, guard, observer, report)
+  if (!waiting) return send(call, deadlines, guard, observer, report)
   return waiting.then(() => {
     // The breaker may have opened while this call waited: the calls ahead of it timed out.
     if (breaker.state !== 'closed' && !probe) {
       gate.leave()
       throw new ShortCircuit('the circuit breaker is open')
     }
-    return send(call, timeoutMs, connection, guard, observer, report)
+    return send(call, deadlines, guard, observer, report)
   })
 }
 
 function send<T>(
   call: (deadline: Deadline) => Promise<T>,
-  ms: number,
-  connection: Connection,
+  deadlines: DeadlineQueue,
   guard: ServerGuard | undefined,
   observer: CallObserver,
   report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const pending = new PendingCall<T>(ms, connection, guard, observer, report, resolve, reject)
+    const pending = new PendingCall<T>(deadlines, guard, observer, report, resolve, reject)
+    deadlines.add(pending)
     let sent: Promise<T>
     observer.sent()
     try {
@@ -94,31 +93,125 @@ function send<T>(
   })
 }
 
+/** What the deadline queue needs of a call in flight. */
+interface Expiring {
+  readonly deadline: Deadline
+  readonly settled: boolean
+  /** Its deadline passed at `now`: true when it moved it (once), false when the call is to be given up. */
+  moveDeadline(now: number): boolean
+  giveUp(): void
+}
+
 /**
- * One call in flight: its deadline, its timer, and how it ends, once. It rejects with DeadlineExceeded when it has
- * not settled `ms` after it was sent. The time is the server's to answer in, so time it could not is not counted,
- * once: a call sent while the connection was being made gets `ms` from when it was ready; when the timer runs late
- * (a blocked event loop), the server gets a fresh `ms` from then; and a reply that arrived in time is read before
- * giving up. A call given up frees its slot then, not when a stalled server finally answers.
+ * When the calls of one caller (one timeoutMs) are given up: one timer for all of them, armed for the earliest
+ * deadline, over a queue kept in deadline order (calls are sent in order with one timeoutMs, so a new call goes
+ * at the tail; a moved deadline is put back in its place). A call that settles stays queued until its deadline,
+ * and is skipped then. The timer is cleared whenever no call is in flight.
  */
-class PendingCall<T> {
-  readonly deadline: { at: number }
-  private readonly sentAt = performance.now()
-  private settled = false
-  private extended = false
-  private timer: ReturnType<typeof setTimeout>
+export class DeadlineQueue {
+  private calls: Expiring[] = []
+  private head = 0
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private inFlight = 0
 
   constructor(
-    private readonly ms: number,
-    private readonly connection: Connection,
+    /** How long the server has to answer a call, from when it is sent. */
+    readonly ms: number,
+    readonly connection: Connection,
+  ) {}
+
+  add(call: Expiring): void {
+    this.insert(call)
+    this.inFlight++
+    if (this.timer === undefined) this.arm(call.deadline.at)
+  }
+
+  private insert(call: Expiring): void {
+    const { calls } = this
+    let at = calls.length
+    while (at > this.head && (calls[at - 1] as Expiring).deadline.at > call.deadline.at) at--
+    if (at === calls.length) calls.push(call)
+    else calls.splice(at, 0, call)
+  }
+
+  /**
+   * A call settled: the queue drops the settled calls at its head now (calls mostly settle in the order sent), so
+   * it holds about the calls in flight; one settled behind a slow call is skipped when its deadline comes.
+   */
+  settled(): void {
+    if (--this.inFlight === 0 && this.timer !== undefined) {
+      // Nothing in flight: no timer left behind (and none holding the process open).
+      clearTimeout(this.timer)
+      this.timer = undefined
+    }
+    const { calls } = this
+    while (this.head < calls.length && (calls[this.head] as Expiring).settled) this.head++
+    this.compact()
+  }
+
+  private compact(): void {
+    const { calls } = this
+    if (this.head === calls.length) {
+      calls.length = 0
+      this.head = 0
+    } else if (this.head > 1024 && this.head * 2 > calls.length) {
+      this.calls = calls.slice(this.head)
+      this.head = 0
+    }
+  }
+
+  private arm(at: number): void {
+    this.timer = setTimeout(runQueue, Math.max(0, Math.ceil(at - performance.now())), this)
+  }
+
+  /** The timer ran: every call past its deadline moves it once or is given up. */
+  run(): void {
+    this.timer = undefined
+    const now = performance.now()
+    const { calls } = this
+    const moved: Expiring[] = []
+    const expired: Expiring[] = []
+    while (this.head < calls.length) {
+      const call = calls[this.head] as Expiring
+      if (!call.settled && call.deadline.at > now) break
+      this.head++
+      if (call.settled) continue
+      if (call.moveDeadline(now)) moved.push(call)
+      else expired.push(call)
+    }
+    this.compact()
+    // Back in deadline order: they are still in flight.
+    for (const call of moved) this.insert(call)
+    // Timers run before the poll phase reads the sockets: a reply that arrived while the event loop was busy is
+    // read only after this callback. Look again once the poll phase has run (setImmediate).
+    if (expired.length > 0) setImmediate(giveUpAll, expired)
+    const next = this.calls[this.head]
+    if (next !== undefined) this.arm(next.deadline.at)
+  }
+}
+
+/**
+ * One call in flight: its deadline and how it ends, once. It rejects with DeadlineExceeded when it has not settled
+ * `ms` after it was sent. The time is the server's to answer in, so time it could not is not counted, once: a call
+ * sent while the connection was being made gets `ms` from when it was ready; when the timer runs late (a blocked
+ * event loop), the server gets a fresh `ms` from then; and a reply that arrived in time is read before giving up.
+ * A call given up frees its slot then, not when a stalled server finally answers.
+ */
+class PendingCall<T> implements Expiring {
+  readonly deadline: { at: number }
+  private readonly sentAt = performance.now()
+  settled = false
+  private extended = false
+
+  constructor(
+    private readonly queue: DeadlineQueue,
     private readonly guard: ServerGuard | undefined,
     private readonly observer: CallObserver,
     private readonly report: ((outcome: CallOutcome, durationMs: number) => void) | undefined,
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    this.deadline = { at: this.sentAt + ms }
-    this.timer = setTimeout(expire, ms, this)
+    this.deadline = { at: this.sentAt + queue.ms }
   }
 
   readonly settle = (value: T): void => {
@@ -151,28 +244,23 @@ class PendingCall<T> {
     this.reject(error)
   }
 
-  /** The timer ran: the deadline moves once for time the server could not answer in, or the call is given up. */
-  expire(): void {
-    const now = performance.now()
-    const readySince = this.connection.readySince() ?? Number.NEGATIVE_INFINITY
+  moveDeadline(now: number): boolean {
+    if (this.extended) return false
+    const { ms, connection } = this.queue
+    const readySince = connection.readySince() ?? Number.NEGATIVE_INFINITY
     let later = 0
-    if (readySince > this.sentAt) later = Math.min(readySince, now) + this.ms
-    else if (now - this.deadline.at > LATE_TIMER_MS) later = now + this.ms
-    if (!this.extended && later > now) {
-      this.extended = true
-      this.deadline.at = later
-      this.timer = setTimeout(expire, later - now, this)
-      return
-    }
-    // Timers run before the poll phase reads the sockets: a reply that arrived while the event loop was
-    // busy is read only after this callback. Look again once the poll phase has run (setImmediate).
-    setImmediate(giveUp, this)
+    if (readySince > this.sentAt) later = Math.min(readySince, now) + ms
+    else if (now - this.deadline.at > LATE_TIMER_MS) later = now + ms
+    if (later <= now) return false
+    this.extended = true
+    this.deadline.at = later
+    return true
   }
 
   giveUp(): void {
     if (!this.end('timeout')) return
     const { guard } = this
-    const error = new DeadlineExceeded(`no answer within timeoutMs (${this.ms} ms)`)
+    const error = new DeadlineExceeded(`no answer within timeoutMs (${this.queue.ms} ms)`)
     if (guard) {
       guard.gate.leave()
       this.judge(guard, error)
@@ -196,12 +284,14 @@ class PendingCall<T> {
   private end(outcome: CallOutcome): boolean {
     if (this.settled) return false
     this.settled = true
-    clearTimeout(this.timer)
+    this.queue.settled()
     this.report?.(outcome, performance.now() - this.sentAt)
     return true
   }
 }
 
-// Timer and immediate callbacks with the call as their argument: no closure per call.
-const expire = (pending: { expire(): void }) => pending.expire()
-const giveUp = (pending: { giveUp(): void }) => pending.giveUp()
+// Timer and immediate callbacks with their object as argument: no closure per run.
+const runQueue = (queue: DeadlineQueue) => queue.run()
+const giveUpAll = (calls: readonly Expiring[]) => {
+  for (const call of calls) call.giveUp()
+}
