@@ -27,6 +27,7 @@ module.exports = {
     'test/core/store/server-clock.test.ts',
     'test/core/store/server-failure.test.ts',
     'test/core/store/sliding-log.test.ts',
+    'test/core/store/store-contract.test.ts',
     'test/core/store/sliding-log-model.test.ts',
     'test/adapters/express-route-pattern.test.ts',
     'test/adapters/fastify-route-order.test.ts',

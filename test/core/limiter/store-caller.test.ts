@@ -6,14 +6,14 @@ import type { LimiterEvents } from '../../../packages/core/src/limiter/limiter.j
 import { createStoreCaller } from '../../../packages/core/src/limiter/store-caller.js'
 import { DeadlineExceeded, ShortCircuit } from '../../../packages/core/src/store/guarded-call.js'
 import { memoryStore } from '../../../packages/core/src/store/memory-store.js'
-import { createServerSet } from '../../../packages/core/src/store/server-set.js'
+import { createServerSet, guardStore, serversOf } from '../../../packages/core/src/store/server-set.js'
 import { STORE, type Store } from '../../../packages/core/src/store/store.js'
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** A remote store whose consume never answers, with the guards a Redis store has. */
 function silentStore(connected = true): Store {
-  return {
+  const store: Store = {
     [STORE]: true,
     consume: () => new Promise(() => {}),
     peek: () => new Promise(() => {}),
@@ -22,8 +22,8 @@ function silentStore(connected = true): Store {
     isConnected: () => connected,
     readySince: () => 0,
     lastError: () => new Error('connect ECONNREFUSED 127.0.0.1:1'),
-    servers: createServerSet({ breaker: { failureThreshold: 2 } }),
   }
+  return guardStore(store, createServerSet({ breaker: { failureThreshold: 2 } }))
 }
 
 function caller(store: Store, timeoutMs = 50) {
@@ -78,7 +78,7 @@ describe('store caller (fake timers)', () => {
     expect(logger.warn.firstCall.args[0]).to.equal(
       'fleetlimit: no answer within timeoutMs (50 ms); policy "p" is failing closed until it recovers.',
     )
-    expect(store.servers?.for('k').breaker.state, 'two stalled calls open the breaker').to.equal('open')
+    expect(serversOf(store)?.for('k').breaker.state, 'two stalled calls open the breaker').to.equal('open')
   })
 
   it('sends nothing to a disconnected store: a short circuit that quotes the client’s last error', async () => {

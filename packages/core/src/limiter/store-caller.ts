@@ -3,6 +3,7 @@ import { StoreError } from '../common/errors.js'
 import { type Deadline, DeadlineExceeded, DeadlineQueue, guardedCall, ShortCircuit } from '../store/guarded-call.js'
 import { isInProcessStore } from '../store/memory-store.js'
 import { replyCode } from '../store/server-failure.js'
+import { serversOf } from '../store/server-set.js'
 import type { Store } from '../store/store.js'
 import type { LimiterEvents, Logger } from './limiter.js'
 
@@ -47,7 +48,7 @@ export function createStoreCaller(
 ): StoreCaller {
   const { policyName, mode, timeoutMs, logger, events } = options
   const counters: StoreCallCounters = { storeCalls: 0, storeErrors: 0, timeouts: 0, shortCircuits: 0 }
-  const { servers } = store
+  const servers = serversOf(store)
   const inProcess = isInProcessStore(store)
   const connected = () => store.isConnected?.() !== false
   const connection = { connected, readySince: () => (store.readySince ? store.readySince() : 0) }

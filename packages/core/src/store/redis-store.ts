@@ -9,7 +9,7 @@ import { adaptClient, type RedisStoreClient } from './script-client.js'
 import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript } from './scripts.generated.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
-import { createServerSet } from './server-set.js'
+import { createServerSet, guardStore } from './server-set.js'
 import {
   leaseCall,
   readSlidingLog,
@@ -195,7 +195,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     return { ...window, lease: { windowMs, score: recordedUs / 1000, granted: reply.units, recorded: recordedUs } }
   }
 
-  return {
+  const store: Store = {
     [STORE]: true,
     consume: (requests, deadline) => decide(requests, 'consume', deadline),
     lease,
@@ -257,8 +257,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     isConnected: connection.connected,
     lastError: connection.lastError,
     readySince: connection.readySince,
-    servers,
   }
+  return guardStore(store, servers)
 }
 
 function numbers(reply: unknown, script: LuaScript): number[] {
