@@ -1,4 +1,8 @@
+// Where a store call's deadline is decided, in one place: when the caller gives a call up (DeadlineQueue), what
+// deadline the server is sent and when a refusal is retried (createRunBefore), and how a reply already in the socket
+// is read before giving up (the queue gives up after the poll phase). The memory store, which cannot hang, gets none.
 import { StoreError } from '../common/errors.js'
+import { createServerClock, type ServerClock } from './server-clock.js'
 import { isServerFailure, replyCode } from './server-failure.js'
 import type { ServerGuard } from './server-set.js'
 
@@ -294,4 +298,66 @@ class PendingCall<T> implements Expiring {
 const runQueue = (queue: DeadlineQueue) => queue.run()
 const giveUpAll = (calls: readonly Expiring[]) => {
   for (const call of calls) call.giveUp()
+}
+
+/** What a recording script's reply says for runBefore: -1 when it arrived after its deadline and recorded nothing. */
+export interface TimedReply {
+  readonly status: number
+  /** The server's time of the reply, in µs. */
+  readonly nowUs: number
+}
+
+/**
+ * The store's side of the deadline: runs a recording script with the caller's deadline turned into the server's
+ * clock (one ServerClock per server, see server-clock.ts), so that a call that runs after its caller gave up records
+ * nothing. A refusal while the caller still waits means the clock estimate was off (the server's clock stepped
+ * forward) or the deadline moved: it is tried once more, with both known. `call` sends the script with the deadline
+ * given (server µs, 0 for none) and parses its reply.
+ *
+ * With `heldWrites` (node-redis writes a turn's commands at its end), a write held up by a busy event loop went out
+ * after the call was given: readySince says so, and the queue counts the call's time from then, once, if it has not
+ * moved the deadline already. A refusal then is retried with that deadline, erring early (the budget is measured
+ * from when the call was given here, at or after it was sent).
+ */
+export function createRunBefore(
+  serverOf: (key: string) => string,
+  connection: Pick<Connection, 'readySince'>,
+  heldWrites: boolean,
+) {
+  const clocks = new Map<string, ServerClock>()
+  const clockOf = (key: string) => {
+    const server = serverOf(key)
+    let clock = clocks.get(server)
+    if (!clock) {
+      clock = createServerClock()
+      clocks.set(server, clock)
+    }
+    return clock
+  }
+  function deadlineOf(deadline: Deadline, given: { readonly at: number; readonly deadline: number } | undefined) {
+    if (given === undefined || deadline.at !== given.deadline) return deadline.at
+    const ready = connection.readySince()
+    if (ready === undefined || ready <= given.at || !Number.isFinite(ready)) return deadline.at
+    return Math.max(deadline.at, ready + given.deadline - given.at)
+  }
+  return async function runBefore<R extends TimedReply>(
+    call: (deadlineUs: number) => Promise<R>,
+    key: string,
+    deadline: Deadline | undefined,
+  ): Promise<R> {
+    const clock = clockOf(key)
+    const given = deadline && heldWrites ? { at: performance.now(), deadline: deadline.at } : undefined
+    for (let attempt = 0; ; attempt++) {
+      const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
+      const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
+      const sentAt = performance.now()
+      const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
+      const receivedAt = performance.now()
+      clock.observe(reply.nowUs / 1000, sentAt, receivedAt)
+      if (reply.status !== -1) return reply
+      if (attempt > 0 || deadline === undefined || receivedAt >= deadlineOf(deadline, given)) {
+        throw new DeadlineExceeded('the call reached Redis after its deadline: nothing was recorded')
+      }
+    }
+  }
 }
