@@ -10,6 +10,7 @@ import { slidingLogScript } from '../packages/core/src/store/scripts.generated.j
 import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
 import { limiterName, PEERS } from './peers.js'
 import { encodeCommand, respLoad } from './resp-load.js'
+import { type RoundTripRow, roundTrip, roundTripMarkdown } from './round-trip.js'
 import type { PartResult } from './run.js'
 
 export interface DecisionsOptions {
@@ -129,6 +130,9 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
   const server = await startRedisServer()
   const rows: DecisionsRow[] = []
   const benchmark: BenchmarkRow[] = []
+  let oneInFlight: RoundTripRow[] = []
+  const roundTripRounds = 6
+  const roundTripMs = Math.round(durationMs / 5)
   try {
     const admin = new Redis(server.url)
     for (const subject of SUBJECTS) {
@@ -155,6 +159,8 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
         }
       }
     }
+    await admin.flushall()
+    oneInFlight = await roundTrip(server.url, roundTripRounds, roundTripMs)
     await admin.flushall()
     const sha = await admin.script('LOAD', slidingLogScript.lua)
     if (sha !== slidingLogScript.sha1) throw new Error(`SCRIPT LOAD gave ${String(sha)}, not ${slidingLogScript.sha1}`)
@@ -184,6 +190,7 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
       return `| ${limiterName(limiter)} | \`${call}\` | ${load} | ${rate(cell(1))} | ${rate(cell(100))} |`
     }),
     '',
+    ...roundTripMarkdown(oneInFlight, roundTripRounds, roundTripMs),
     `The server's own ceiling: \`EVALSHA\` of lua/sliding-log.lua with redisStore's argument (one key, limit`,
     `${LIMIT.toExponential(0)}, window ${WINDOW_MS} ms, cost 1, consume), sent as \`redis-benchmark\` sends (bench/resp-load.ts:`,
     `it can send the binary argument, which redis-benchmark cannot):`,
@@ -199,6 +206,19 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
   return {
     title: 'Decisions per second: each limiter’s Redis call, and the server’s ceiling',
     markdown,
-    data: { settings: { warmMs, durationMs, benchmarkRequests, limit: LIMIT, windowMs: WINDOW_MS }, rows, benchmark },
+    data: {
+      settings: {
+        warmMs,
+        durationMs,
+        benchmarkRequests,
+        limit: LIMIT,
+        windowMs: WINDOW_MS,
+        roundTripRounds,
+        roundTripMs,
+      },
+      rows,
+      oneInFlight,
+      benchmark,
+    },
   }
 }

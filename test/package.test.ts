@@ -42,7 +42,7 @@ const lowestPeers: Record<string, string> = {
   '@opentelemetry/api': 'node_modules/opentelemetry-api-lowest',
 }
 // Each package's entries: the files a consumer loads; anything else in dist is a chunk they share.
-const entries: Partial<Record<PackageName, string[]>> = { core: ['index', 'http', 'otel'] }
+const entries: Partial<Record<PackageName, string[]>> = { core: ['index', 'http', 'otel', 'store'] }
 const CHUNK = /^[\w]+-[\w-]{8}\.(mjs|cjs|d\.mts|d\.cts)$/
 const REPOSITORY = 'https://github.com/fleetlimit/fleetlimit'
 
@@ -285,6 +285,17 @@ describe('the packed packages', function () {
           expect(resolution?.fileName, `${name} ${subpath} ${kind}`).to.match(/\/dist\/[\w.-]+\.d\.[cm]ts$/)
         }
       }
+    }
+  })
+
+  it('name no internal type of core in any .d.ts: the Store contract is its published types alone', async () => {
+    const dist = join(packed.dir, 'unpacked/core/dist')
+    const declarations = (await tarballFiles(packed.tarballs.core)).filter((f) => /^dist\/.*\.d\.[cm]ts$/.test(f))
+    expect(declarations.length).to.be.greaterThan(8)
+    for (const file of declarations) {
+      const text = await readFile(join(dist, file.slice('dist/'.length)), 'utf8')
+      const internal = text.match(/\b(ServerSet|ServerGuard|CallGate|CircuitBreaker|DeadlineQueue|ServerClock)\b/g)
+      expect(internal, file).to.equal(null)
     }
   })
 

@@ -1,9 +1,10 @@
 import { defineConfig } from 'tsdown'
 import base from '../../tsdown.base.ts'
 
-// Three entries: the user API, the adapter authors' contract (`/http`), and `/otel`, apart so that the main one
-// never loads @opentelemetry/api. The `fleetlimit` command line is a bin: ESM only, no types.
+// Four entries: the user API, the adapter authors' contract (`/http`), the store authors' contract (`/store`), and
+// `/otel`, apart so that the main one never loads @opentelemetry/api. The `fleetlimit` command line is a bin: ESM
+// only, no types.
 export default defineConfig([
-  { ...base, entry: ['src/index.ts', 'src/http.ts', 'src/otel.ts'] },
+  { ...base, entry: ['src/index.ts', 'src/http.ts', 'src/otel.ts', 'src/store.ts'] },
   { ...base, entry: ['src/cli.ts'], format: ['esm'], dts: false, clean: false },
 ])

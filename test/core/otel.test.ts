@@ -13,7 +13,7 @@ import { instrumentLimiter } from '@fleetlimit/core/otel'
 import { DataPointType, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { expect } from 'chai'
 import sinon from 'sinon'
-import { createServerSet } from '../../packages/core/src/store/server-set.js'
+import { createServerSet, guardStore } from '../../packages/core/src/store/server-set.js'
 import { serverPerTest } from '../support/faults.js'
 
 /** A reader that exports only when the test collects. */
@@ -221,7 +221,12 @@ describe('OpenTelemetry metrics (@fleetlimit/core/otel)', () => {
     let now = 0
     const servers = createServerSet({ breaker: { failureThreshold: 1, cooldownMs: 1_000 } }, undefined, () => now)
     const { breaker } = servers.for('')
-    const limiter = createRateLimiter({ store: { ...memoryStore(), servers }, name: 'api', limit: 5, window: '1s' })
+    const limiter = createRateLimiter({
+      store: guardStore({ ...memoryStore() }, servers),
+      name: 'api',
+      limit: 5,
+      window: '1s',
+    })
     const detach = instrumentLimiter(limiter, { meter })
     const state = async () => (await collect(reader))['fleetlimit.breaker.state']
     expect(await state()).to.deep.equal({ api: 0 })

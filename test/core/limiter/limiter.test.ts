@@ -10,7 +10,7 @@ import {
 } from '@fleetlimit/core'
 import { expect } from 'chai'
 import sinon from 'sinon'
-import { createServerSet } from '../../../packages/core/src/store/server-set.js'
+import { createServerSet, guardStore } from '../../../packages/core/src/store/server-set.js'
 import { optionErrorOf } from '../../support/option-error.js'
 
 /** A memory store behind a server set whose live 'open' and 'close' subscriptions are counted. */
@@ -26,7 +26,7 @@ function countedServers() {
       off()
     }
   })
-  const store: Store = { ...memoryStore(), servers }
+  const store: Store = guardStore({ ...memoryStore() }, servers)
   return { store, servers, live }
 }
 

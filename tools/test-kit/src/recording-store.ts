@@ -1,4 +1,5 @@
 import type { Store } from '@fleetlimit/core'
+import { guardStore, serversOf } from '../../../packages/core/src/store/server-set.js'
 import { STORE } from '../../../packages/core/src/store/store.js'
 
 /**
@@ -32,9 +33,9 @@ export function recordingStore(store: Store): { store: Store; admissions: number
     ...(store.refund && { refund: store.refund.bind(store) }),
     ...(store.isConnected && { isConnected: store.isConnected.bind(store) }),
     ...(store.lastError && { lastError: store.lastError.bind(store) }),
-    ...(store.servers && { servers: store.servers }),
   }
-  return { admissions, store: wrapped }
+  const servers = serversOf(store)
+  return { admissions, store: servers ? guardStore(wrapped, servers) : wrapped }
 }
 
 /** The most admissions inside any window (t - windowMs, t]. */

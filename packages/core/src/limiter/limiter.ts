@@ -5,6 +5,7 @@ import { OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
 import { type ConsumeNow, consumeNowOf } from '../store/memory-store.js'
+import { serversOf } from '../store/server-set.js'
 import type { Lease, RefundRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
 import { combine, type Decision, enforce, toDecision } from './decision.js'
@@ -236,7 +237,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const config = resolveLimiterOptions(options)
   const { policies, store, failClosed, defaultCost } = config
   const [first] = policies
-  const { servers } = store
+  const servers = serversOf(store)
   const openingsAtStart = servers?.openings ?? 0
   // Breaker events are forwarded only while someone listens: the store's server set, shared by every limiter
   // on the store, holds a limiter through its forwarding listener, so that listener goes with the last one.

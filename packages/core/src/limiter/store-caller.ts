@@ -1,9 +1,10 @@
 import type { Emitter } from '../common/emitter.js'
 import { StoreError } from '../common/errors.js'
+import { type Deadline, DeadlineExceeded, DeadlineQueue, guardedCall, ShortCircuit } from '../store/guarded-call.js'
 import { isInProcessStore } from '../store/memory-store.js'
 import { replyCode } from '../store/server-failure.js'
+import { serversOf } from '../store/server-set.js'
 import type { Store } from '../store/store.js'
-import { type Deadline, DeadlineExceeded, guardedCall, ShortCircuit } from './guarded-call.js'
 import type { LimiterEvents, Logger } from './limiter.js'
 
 /** What the store calls of one limiter counted: part of its stats(). */
@@ -47,10 +48,11 @@ export function createStoreCaller(
 ): StoreCaller {
   const { policyName, mode, timeoutMs, logger, events } = options
   const counters: StoreCallCounters = { storeCalls: 0, storeErrors: 0, timeouts: 0, shortCircuits: 0 }
-  const { servers } = store
+  const servers = serversOf(store)
   const inProcess = isInProcessStore(store)
   const connected = () => store.isConnected?.() !== false
   const connection = { connected, readySince: () => (store.readySince ? store.readySince() : 0) }
+  const deadlines = new DeadlineQueue(timeoutMs, connection)
   const report = (outcome: 'ok' | 'error' | 'timeout', durationMs: number) => {
     events.emit('storeCall', { durationMs, outcome })
   }
@@ -120,14 +122,7 @@ export function createStoreCaller(
     ask: (key, call) =>
       inProcess
         ? askInProcess(call)
-        : guardedCall(
-            servers?.for(key),
-            connection,
-            timeoutMs,
-            call,
-            observer,
-            events.has('storeCall') ? report : undefined,
-          ),
+        : guardedCall(servers?.for(key), deadlines, call, observer, events.has('storeCall') ? report : undefined),
     failure(error, key, refund) {
       const kind =
         error instanceof ShortCircuit ? 'short-circuit' : error instanceof DeadlineExceeded ? 'timeout' : 'error'

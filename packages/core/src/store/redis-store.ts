@@ -1,15 +1,14 @@
 import { OptionError, StoreError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
 import { createWeakSignal } from '../common/weak-signal.js'
-import { type Deadline, DeadlineExceeded } from '../limiter/guarded-call.js'
 import { createCallBatcher } from './call-batcher.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { clusterSlot } from './cluster-slot.js'
+import { createRunBefore, type Deadline } from './guarded-call.js'
 import { adaptClient, type RedisStoreClient } from './script-client.js'
 import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript } from './scripts.generated.js'
-import { createServerClock, type ServerClock } from './server-clock.js'
-import { createServerSet } from './server-set.js'
+import { createServerSet, guardStore } from './server-set.js'
 import {
   leaseCall,
   readSlidingLog,
@@ -89,58 +88,11 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   const runner = createScriptRunner(client)
   // The sliding-log calls this process makes at once go as one script run (per slot on a Cluster).
   const batcher = createCallBatcher(runner, adapter.cluster ? (key) => String(clusterSlot(key)) : () => '')
-  const clocks = new Map<string, ServerClock>()
-  const clockOf = (key: string) => {
-    const server = serverOf(key)
-    let clock = clocks.get(server)
-    if (!clock) {
-      clock = createServerClock()
-      clocks.set(server, clock)
-    }
-    return clock
-  }
-
-  /**
-   * Runs a recording script with the caller's deadline in the server's clock (see server-clock.ts), so that a
-   * call that runs after its caller gave up records nothing. A refusal while the caller still waits means the clock
-   * estimate was off (the server's clock stepped forward) or the deadline moved: try once more, with both known.
-   * `call` sends the script with the deadline given (server µs, 0 for none) and parses its reply's status and
-   * server time.
-   */
-  async function runBefore<R extends { readonly status: number; readonly nowUs: number }>(
-    call: (deadlineUs: number) => Promise<R>,
-    key: string,
-    deadline: Deadline | undefined,
-  ): Promise<R> {
-    const clock = clockOf(key)
-    const given = deadline && heldWrites ? { at: performance.now(), deadline: deadline.at } : undefined
-    for (let attempt = 0; ; attempt++) {
-      const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
-      const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
-      const sentAt = performance.now()
-      const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
-      const receivedAt = performance.now()
-      clock.observe(reply.nowUs / 1000, sentAt, receivedAt)
-      if (reply.status !== -1) return reply
-      if (attempt > 0 || deadline === undefined || receivedAt >= deadlineOf(deadline, given)) {
-        throw new DeadlineExceeded('the call reached Redis after its deadline: nothing was recorded')
-      }
-    }
-  }
-
-  // node-redis writes a turn's commands at its end (see script-client.ts): when a write held up by a busy event loop
-  // went out after a call was given, readySince says so, and the guard (guarded-call.ts) will count the call's time
-  // from then, once, if it has not moved the deadline already. A refusal then is retried with that deadline, erring
-  // early (the budget is measured from when the call was given here, at or after it was sent).
-  const heldWrites = adapter.library === 'node-redis'
-  function deadlineOf(deadline: Deadline, given: { readonly at: number; readonly deadline: number } | undefined) {
-    if (given === undefined || deadline.at !== given.deadline) return deadline.at
-    const ready = connection.readySince()
-    if (ready === undefined || ready <= given.at || !Number.isFinite(ready)) return deadline.at
-    return Math.max(deadline.at, ready + given.deadline - given.at)
-  }
   // One watcher per client, however many stores share it: a store adds no listener of its own.
   const connection = adapter.watch()
+  // node-redis writes a turn's commands at its end (see script-client.ts): readySince then says when a held-up write
+  // went out.
+  const runBefore = createRunBefore(serverOf, connection, adapter.library === 'node-redis')
   // A client ready again after a lost connection: open breakers probe at the next call, not after their cool-down.
   connection.onReady(servers.probeNow)
 
@@ -195,7 +147,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     return { ...window, lease: { windowMs, score: recordedUs / 1000, granted: reply.units, recorded: recordedUs } }
   }
 
-  return {
+  const store: Store = {
     [STORE]: true,
     consume: (requests, deadline) => decide(requests, 'consume', deadline),
     lease,
@@ -257,8 +209,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     isConnected: connection.connected,
     lastError: connection.lastError,
     readySince: connection.readySince,
-    servers,
   }
+  return guardStore(store, servers)
 }
 
 function numbers(reply: unknown, script: LuaScript): number[] {

@@ -347,7 +347,7 @@ const evalArgs = (
 ]
 
 // A write that goes out this much later than the command was given says the event loop was busy (as LATE_TIMER_MS
-// in guarded-call.ts says of a timer).
+// in store/guarded-call.ts says of a timer).
 const HELD_WRITE_MS = 10
 
 /**

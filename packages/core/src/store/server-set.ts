@@ -88,3 +88,17 @@ export function createServerSet(
     },
   }
 }
+
+// The guards of each remote store, kept beside it rather than on it, so that the Store contract names no guard.
+const serverSets = new WeakMap<object, ServerSet>()
+
+/** Gives a remote store its guards: every limiter on it then shares them. */
+export function guardStore<S extends object>(store: S, servers: ServerSet): S {
+  serverSets.set(store, servers)
+  return store
+}
+
+/** The guards of a store made by redisStore(); undefined for any other (it is called unguarded, with a deadline). */
+export function serversOf(store: object): ServerSet | undefined {
+  return serverSets.get(store)
+}

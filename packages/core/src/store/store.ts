@@ -1,5 +1,4 @@
-import type { Deadline } from '../limiter/guarded-call.js'
-import type { ServerSet } from './server-set.js'
+import type { Deadline } from './guarded-call.js'
 
 /** The brand (and interface version) of a fleetlimit store. */
 export const STORE = Symbol.for('fleetlimit.store.v1')
@@ -132,8 +131,6 @@ export interface Store {
   readySince?(): number | undefined
   /** For a remote store: the client's last connection error, which says why it is disconnected. */
   lastError?(): unknown
-  /** For a remote store: the guards (breaker, calls in flight) of its servers, shared by every limiter on it. */
-  readonly servers?: ServerSet
   /**
    * Tells `listener` (held weakly: its owner keeps it) of every reset and hold of a key made through this store in
    * any process, with the keys (without the prefix); `undefined` when any key may have changed (a message that

@@ -1,0 +1,177 @@
+import { expect } from 'chai'
+import sinon from 'sinon'
+import {
+  type Connection,
+  type Deadline,
+  DeadlineExceeded,
+  DeadlineQueue,
+  guardedCall,
+  ShortCircuit,
+} from '../../../packages/core/src/store/guarded-call.js'
+import { createServerSet } from '../../../packages/core/src/store/server-set.js'
+
+// Fake setTimeout with performance.now() faked too: the queue reads the time from it. setImmediate stays real, as
+// in the event loop: a call past its deadline is given up in the check phase after its timer, which `flush` runs.
+const TIMEOUT_MS = 100
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** A call the test answers: `answer` and `fail` settle it; `deadline` is what the store was given. */
+function heldCall<T>() {
+  const held: { deadline?: Deadline; answer?: (value: T) => void; fail?: (error: unknown) => void } = {}
+  const call = (deadline: Deadline) =>
+    new Promise<T>((resolve, reject) => {
+      held.deadline = deadline
+      held.answer = resolve
+      held.fail = reject
+    })
+  return { held, call }
+}
+
+/** How a promise ended, read without awaiting it. */
+function track<T>(promise: Promise<T>) {
+  const state: { value?: T; error?: unknown; settled: boolean } = { settled: false }
+  promise.then(
+    (value) => Object.assign(state, { value, settled: true }),
+    (error: unknown) => Object.assign(state, { error, settled: true }),
+  )
+  return state
+}
+
+const noObserver = { sent: () => {}, answered: () => {} }
+
+describe('guardedCall and its DeadlineQueue (fake timers)', () => {
+  let clock: sinon.SinonFakeTimers
+  let ready: number | undefined
+  const connection: Connection = { connected: () => true, readySince: () => ready }
+  beforeEach(() => {
+    clock = sinon.useFakeTimers({ now: 0, toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+    ready = 0
+  })
+  afterEach(() => clock.restore())
+
+  it('gives up a call timeoutMs after it was sent, not a millisecond earlier', async () => {
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const { call } = heldCall<string>()
+    const result = track(guardedCall(undefined, queue, call, noObserver))
+    await clock.tickAsync(TIMEOUT_MS - 1)
+    await flush()
+    expect(result.settled).to.equal(false)
+    await clock.tickAsync(1)
+    await flush()
+    expect(result.error).to.be.instanceOf(DeadlineExceeded)
+    expect((result.error as Error).message).to.equal('fleetlimit: no answer within timeoutMs (100 ms)')
+  })
+
+  it('keeps one timer for 100 calls in flight, and none once they are answered', async () => {
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const calls = Array.from({ length: 100 }, () => heldCall<number>())
+    const results = calls.map(({ call }) => track(guardedCall(undefined, queue, call, noObserver)))
+    expect(clock.countTimers()).to.equal(1)
+    for (const [i, { held }] of calls.entries()) held.answer?.(i)
+    await clock.tickAsync(0)
+    expect(results.map((r) => r.value)).to.deep.equal(calls.map((_, i) => i))
+    expect(clock.countTimers()).to.equal(0)
+  })
+
+  it('gives up each call of a stream at its own deadline: those sent 10 ms apart end 10 ms apart', async () => {
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const endedAt: number[] = []
+    for (let i = 0; i < 5; i++) {
+      guardedCall(undefined, queue, heldCall<void>().call, noObserver).catch(() => endedAt.push(performance.now()))
+      await clock.tickAsync(10)
+    }
+    await clock.tickAsync(TIMEOUT_MS - 50)
+    await flush()
+    for (let i = 0; i < 4; i++) {
+      await clock.tickAsync(10)
+      await flush()
+    }
+    expect(endedAt).to.deep.equal([100, 110, 120, 130, 140])
+  })
+
+  it('counts a call sent while the connection was being made from when it was ready: the full timeoutMs', async () => {
+    ready = Number.POSITIVE_INFINITY
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const { held, call } = heldCall<string>()
+    const result = track(guardedCall(undefined, queue, call, noObserver))
+    await clock.tickAsync(60)
+    ready = performance.now()
+    await clock.tickAsync(TIMEOUT_MS - 1)
+    await flush()
+    expect(result.settled, 'at 99 ms after ready').to.equal(false)
+    expect(held.deadline?.at, 'the deadline the store reads moved with it').to.equal(60 + TIMEOUT_MS)
+    await clock.tickAsync(1)
+    await flush()
+    expect(result.error).to.be.instanceOf(DeadlineExceeded)
+  })
+
+  it('gives a fresh timeoutMs, once, when its timer ran late because the event loop was blocked', async () => {
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const { call } = heldCall<string>()
+    const result = track(guardedCall(undefined, queue, call, noObserver))
+    // The loop blocked for 300 ms: the timer runs at 300 ms, 200 ms after the deadline.
+    clock.jump(300)
+    expect(performance.now()).to.equal(300)
+    await flush()
+    expect(result.settled, 'not given up at the late timer').to.equal(false)
+    await clock.tickAsync(TIMEOUT_MS - 1)
+    await flush()
+    expect(result.settled).to.equal(false)
+    await clock.tickAsync(1)
+    await flush()
+    expect(result.error, 'given up a fresh timeoutMs after the late timer').to.be.instanceOf(DeadlineExceeded)
+  })
+
+  it('reads a reply that is already in the socket when the deadline passes, rather than give up', async () => {
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const { held, call } = heldCall<string>()
+    const result = track(guardedCall(undefined, queue, call, noObserver))
+    await clock.tickAsync(TIMEOUT_MS - 1)
+    // The timer runs at 100 ms; the reply read in the poll phase after it (before the setImmediate) wins.
+    clock.tick(1)
+    held.answer?.('read')
+    await flush()
+    expect(result.value).to.equal('read')
+    expect(clock.countTimers()).to.equal(0)
+  })
+
+  it('frees its gate slot when it gives up a call, so the call waiting behind it is sent then', async () => {
+    const servers = createServerSet({ maxInFlight: 1 })
+    const guard = servers.for('k')
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const first = heldCall<string>()
+    const second = heldCall<string>()
+    const firstResult = track(guardedCall(guard, queue, first.call, noObserver))
+    const secondResult = track(guardedCall(guard, queue, second.call, noObserver))
+    await clock.tickAsync(0)
+    expect([guard.gate.inFlight, guard.gate.waiting]).to.deep.equal([1, 1])
+    expect(second.held.deadline, 'not sent while the slot is taken').to.equal(undefined)
+    await clock.tickAsync(TIMEOUT_MS)
+    await flush()
+    expect(firstResult.error).to.be.instanceOf(DeadlineExceeded)
+    expect(second.held.deadline?.at, 'sent when the first was given up, with its own timeoutMs').to.equal(
+      100 + TIMEOUT_MS,
+    )
+    second.held.answer?.('second')
+    await clock.tickAsync(0)
+    expect(secondResult.value).to.equal('second')
+    expect([guard.gate.inFlight, guard.gate.waiting]).to.deep.equal([0, 0])
+    // A stalled server's late answer to the first changes nothing.
+    first.held.answer?.('late')
+    await clock.tickAsync(0)
+    expect(firstResult.value).to.equal(undefined)
+  })
+
+  it('sends nothing while the client is disconnected: a short circuit, counted by the breaker', async () => {
+    const servers = createServerSet({ breaker: { failureThreshold: 1 } })
+    const guard = servers.for('k')
+    const queue = new DeadlineQueue(TIMEOUT_MS, { connected: () => false, readySince: () => undefined })
+    const { held, call } = heldCall<string>()
+    const result = track(guardedCall(guard, queue, call, noObserver))
+    await clock.tickAsync(0)
+    expect(result.error).to.be.instanceOf(ShortCircuit)
+    expect(held.deadline).to.equal(undefined)
+    expect(guard.breaker.state).to.equal('open')
+    expect(clock.countTimers()).to.equal(0)
+  })
+})
