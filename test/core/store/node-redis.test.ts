@@ -4,7 +4,7 @@ import { expect } from 'chai'
 import { Redis } from 'ioredis'
 import * as redis6 from 'redis'
 import * as redis5 from 'redis-5'
-import { asIoredisError } from '../../../packages/core/src/store/script-client.js'
+import { adaptClient, asIoredisError, type ClientAdapter } from '../../../packages/core/src/store/script-client.js'
 import { isServerFailure } from '../../../packages/core/src/store/server-failure.js'
 import { commandCalls, nodeRedisKinds, uniquePrefix } from '../../support/redis.js'
 import { redisUrl } from '../../support/root-hooks.js'
@@ -213,6 +213,27 @@ describe('node-redis connection states, as the limiter reads them', () => {
           const readySince = store.readySince?.() as number
           expect(readySince, 'when the held-up write went out').to.be.within(heldUntil, performance.now())
           expect(readySince - sentBefore).to.be.at.least(50)
+        } finally {
+          client.destroy()
+        }
+      })
+
+      it('a call not written yet when the client starts reconnecting fails at once; later replies stay with their calls', async () => {
+        const client = redis.createClient({ url: server.url })
+        client.on('error', () => {})
+        await client.connect()
+        try {
+          const adapter = adaptClient(client) as ClientAdapter
+          // node-redis writes the commands given in a turn of the event loop at its end. A lost connection seen in
+          // between starts a reconnect, as emitted here: node-redis 5.0 would still write the command, into the
+          // closed socket, and hand each later reply to the command before its own.
+          const unwritten = adapter.evaluate('EVAL', "return 'first'", [], [], false)
+          client.emit('reconnecting')
+          const error = await unwritten.catch((e: unknown) => e)
+          expect(String(error)).to.equal('Error: the connection was lost before node-redis wrote the command')
+          expect(isServerFailure(error), 'a lost connection, for the breaker').to.equal(true)
+          expect(await adapter.evaluate('EVAL', "return 'second'", [], [], false)).to.equal('second')
+          expect(await client.sendCommand(['PING', 'third'])).to.equal('third')
         } finally {
           client.destroy()
         }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import { createWeakSignal, type WeakSignal } from '../common/weak-signal.js'
 import { clusterSlot } from './cluster-slot.js'
 import { ReplyError } from './server-failure.js'
@@ -26,6 +27,8 @@ export interface IoredisClient {
 /** The options fleetlimit passes to node-redis's `sendCommand`: how each RESP type is returned. */
 export interface NodeRedisCommandOptions {
   readonly typeMapping?: Readonly<Record<number, unknown>>
+  /** node-redis takes a command back from its queue when this aborts before the command is written. */
+  readonly abortSignal?: AbortSignal
 }
 
 interface NodeRedisEmitter {
@@ -378,28 +381,65 @@ function createWriteWatch() {
 
 function nodeRedisClientAdapter(client: NodeRedisClient): ClientAdapter {
   const writes = createWriteWatch()
-  const send = async (args: (string | Buffer)[], options: NodeRedisCommandOptions) => {
+  const unwritten = createUnwrittenCommands(client)
+  const send = async (args: (string | Buffer)[], binary: boolean) => {
+    const options = unwritten.options(binary)
     try {
       writes.sent()
       return await client.sendCommand(args, options)
     } catch (error) {
-      throw asIoredisError(error)
+      throw asIoredisError(unwritten.withdrawn(options, error) ?? error)
     }
   }
   return {
     library: 'node-redis',
     cluster: false,
-    evaluate: (command, script, keys, args, binary) =>
-      send(evalArgs(command, script, keys, args), binary ? BINARY : DEFAULT),
+    evaluate: (command, script, keys, args, binary) => send(evalArgs(command, script, keys, args), binary),
     del: async (key) => {
-      await send(['DEL', key], DEFAULT)
+      await send(['DEL', key], false)
     },
     serverOf: () => '',
     watch: once(() => watchNodeRedisClient(client, writes.heldUntil)),
     publish: async (channel, message) => {
-      await send(['PUBLISH', channel, message], DEFAULT)
+      await send(['PUBLISH', channel, message], false)
     },
     subscribe: createSubscriptions(() => nodeRedisSubscriber(client)),
+  }
+}
+
+// node-redis's AbortError's message, the same in 5 and 6 (its class name may not survive a bundler).
+const ABORTED = 'The command was aborted'
+
+/**
+ * node-redis 5.0 writes the commands it holds at the end of a turn of the event loop even when the connection was
+ * lost in between: into the closed socket, after it has failed the commands in flight. Nothing fails those then if
+ * the next connection attempt succeeds, and every later reply goes to the command before its own (a decision for
+ * another key). So the commands given while a connection lived share one abort signal, aborted when the client
+ * starts reconnecting: node-redis takes back each one not written yet, and it fails at once as a lost connection.
+ */
+function createUnwrittenCommands(client: NodeRedisEmitter) {
+  let binary: NodeRedisCommandOptions = BINARY
+  let plain: NodeRedisCommandOptions = DEFAULT
+  const renew = () => {
+    const controller = new AbortController()
+    // One listener per command not yet written: a burst is not a leak.
+    setMaxListeners(0, controller.signal)
+    binary = { ...BINARY, abortSignal: controller.signal }
+    plain = { ...DEFAULT, abortSignal: controller.signal }
+    return controller
+  }
+  let controller = renew()
+  client.on('reconnecting', () => {
+    controller.abort(new Error('the connection was lost before node-redis wrote the command'))
+    controller = renew()
+  })
+  return {
+    options: (wantBinary: boolean) => (wantBinary ? binary : plain),
+    /** The reason a command failed when it was taken back unwritten; undefined for any other failure. */
+    withdrawn(options: NodeRedisCommandOptions, error: unknown): unknown {
+      const signal = options.abortSignal
+      return signal?.aborted && error instanceof Error && error.message === ABORTED ? signal.reason : undefined
+    },
   }
 }
 
