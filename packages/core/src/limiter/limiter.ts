@@ -4,7 +4,7 @@ import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
-import { type ConsumeNow, consumeNowOf } from '../store/memory-store.js'
+import { type ConsumeNow, consumeNowOf, type EntrySlot } from '../store/memory-store.js'
 import { serversOf } from '../store/server-set.js'
 import type { Lease, RefundRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
@@ -75,11 +75,22 @@ const READY_PROBE_TENANT = 'fleetlimit-ready-probe'
 /** Tenants whose default call a limiter keeps built: about 200 bytes each. */
 const CACHED_CALLS = 16_384
 
-/** What a call is decided on: its windows (one per policy) and its cost. */
-interface Call {
+/**
+ * What a call is decided on: its windows (one per policy) and its cost; a call kept for a tenant also keeps its
+ * store requests once built, and (as an EntrySlot) the memory store's entry of its key.
+ */
+interface Call extends EntrySlot {
   readonly windows: readonly Window[]
   readonly cost: number
+  requests: WindowRequest[] | undefined
 }
+
+const newCall = (windows: readonly Window[], cost: number): Call => ({
+  windows,
+  cost,
+  requests: undefined,
+  entry: undefined,
+})
 
 const CONSUME_OPTIONS = ['cost', 'limit']
 const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal', 'transitMs']
@@ -381,7 +392,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const consumeNow = leases ? undefined : consumeNowOf(store)
 
   /** decide() on a memory store, for a limiter without leases: the same steps, with the store's answer at once. */
-  function decideNow(windows: readonly Window[], cost: number, now: ConsumeNow): Promise<Decision> {
+  function decideNow(call: Call, now: ConsumeNow): Promise<Decision> {
+    const { windows, cost } = call
     const id = idOf(windows)
     const tag = limitsTag(windows)
     tier?.observe(id, cost)
@@ -391,7 +403,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     let made: Made
     try {
       // The tier's clock is performance.now(): the store may take its reading as the decision's time.
-      made = madeOf(id, windows, cost, caller.askNow(now, requestsOf(windows, cost), sentAt))
+      if (call.requests === undefined) call.requests = requestsOf(windows, cost)
+      const { requests } = call
+      made =
+        requests.length === 1
+          ? madeOne(id, caller.askNow(now.one, requests[0] as WindowRequest, sentAt, call), windows[0] as Window, cost)
+          : madeOf(id, windows, cost, caller.askNow(now.many, requests, sentAt, undefined))
     } catch (error) {
       return degrade(windows, cost, error)
     }
@@ -488,7 +505,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (typeof key !== 'string') return routeCall(key)
     let call = cachedCalls.get(key)
     if (call === undefined) {
-      call = { windows: windowsOf(key, undefined), cost: defaultCost }
+      call = newCall(windowsOf(key, undefined), defaultCost)
       if (cachedCalls.size >= CACHED_CALLS) cachedCalls.delete(cachedCalls.keys().next().value as string)
       cachedCalls.set(key, call)
     }
@@ -499,12 +516,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const route: unknown = key?.route
     // Anything else is refused by windowsOf, with the error it names.
     if (typeof tenant !== 'string' || (route !== undefined && typeof route !== 'string')) {
-      return { windows: windowsOf(key, undefined), cost: defaultCost }
+      return newCall(windowsOf(key, undefined), defaultCost)
     }
     let tenants = cachedRoutes.get(route)
     let call = tenants?.get(tenant)
     if (call !== undefined) return call
-    call = { windows: windowsOf(key, undefined), cost: defaultCost }
+    call = newCall(windowsOf(key, undefined), defaultCost)
     if (cachedRouteCalls >= CACHED_CALLS) dropOldestRouteCall()
     if (tenants === undefined) {
       tenants = new Map()
@@ -528,7 +545,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const limits = resolveLimits(options.limit)
     const cost = options.cost === undefined ? defaultCost : config.checkCost(options.cost)
     if (limits) checkCost(cost, 'cost', Math.min(...limits))
-    return { windows: windowsOf(key, limits), cost }
+    return newCall(windowsOf(key, limits), cost)
   }
 
   /** Sends a receipt's refund under its id; a failure says whether its units stayed (see StoreCaller.failure). */
@@ -615,7 +632,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       } catch (error) {
         return Promise.reject(error)
       }
-      return consumeNow ? decideNow(call.windows, call.cost, consumeNow) : decide(call.windows, call.cost)
+      return consumeNow ? decideNow(call, consumeNow) : decide(call.windows, call.cost)
     },
     async acquire(key, options) {
       const { windows, cost } = resolveCall(key, options, ACQUIRE_OPTIONS)
