@@ -69,6 +69,33 @@ class Receipted extends Stamp {
   }
 }
 
+/** What an admission recorded, for refund(): removed from these windows, `units` each. */
+interface Receipt {
+  readonly id: string
+  readonly requests: readonly RefundRequest[]
+  readonly units: number
+}
+
+/** Where a refund of units recorded at `recorded` in a window takes them from. */
+function refundRequestOf({ key, policy }: Window, recorded: number): RefundRequest {
+  const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
+  if (policy.buckets !== undefined) request.buckets = policy.buckets
+  return request
+}
+
+/** The receipt of an admission in one window: one object per admission, its request built when a refund asks. */
+class WindowReceipt implements Receipt {
+  constructor(
+    readonly id: string,
+    readonly units: number,
+    private readonly window: Window,
+    private readonly recorded: number,
+  ) {}
+  get requests(): readonly RefundRequest[] {
+    return [refundRequestOf(this.window, this.recorded)]
+  }
+}
+
 /** The tenant ready() peeks at: a peek records nothing, so any key would do. */
 const READY_PROBE_TENANT = 'fleetlimit-ready-probe'
 
@@ -310,12 +337,6 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return request
     })
 
-  /** What an admission recorded, for refund(): removed from these windows, `units` each. */
-  interface Receipt {
-    readonly id: string
-    readonly requests: readonly RefundRequest[]
-    readonly units: number
-  }
   // An admitted decision carries its receipt, and this limiter as its owner, in private fields added to the plain
   // object (see Receipted): a refund through another limiter finds none.
   const owner = {}
@@ -400,20 +421,24 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const hit = tier?.tryLocal(id, cost, tag)
     if (hit) return Promise.resolve(count(hit.decision))
     const sentAt = tier?.now()
-    let made: Made
+    let decision: Decision
+    let receipt: Receipt | undefined
     try {
-      // The tier's clock is performance.now(): the store may take its reading as the decision's time.
       if (call.requests === undefined) call.requests = requestsOf(windows, cost)
       const { requests } = call
-      made =
-        requests.length === 1
-          ? madeOne(id, caller.askNow(now.one, requests[0] as WindowRequest, sentAt, call), windows[0] as Window, cost)
-          : madeOf(id, windows, cost, caller.askNow(now.many, requests, sentAt, undefined))
+      // The tier's clock is performance.now(): the store may take its reading as the decision's time.
+      if (requests.length === 1) {
+        // madeOne's steps, with no object around the decision and its receipt.
+        const window = windows[0] as Window
+        const result = caller.askNow(now.one, requests[0] as WindowRequest, sentAt, call)
+        decision = decisionOf(result, window)
+        receipt = result.recorded === undefined ? undefined : new WindowReceipt(id, cost, window, result.recorded)
+      } else ({ decision, receipt } = madeOf(id, windows, cost, caller.askNow(now.many, requests, sentAt, undefined)))
     } catch (error) {
       return degrade(windows, cost, error)
     }
-    tier?.remember(id, cost, made.decision, sentAt as number, tag)
-    return Promise.resolve(count(made.decision, made.receipt))
+    tier?.remember(id, cost, decision, sentAt as number, tag)
+    return Promise.resolve(count(decision, receipt))
   }
 
   async function consume(id: string, windows: readonly Window[], cost: number): Promise<Made> {
@@ -433,19 +458,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return requests.length === 0 ? { decision } : { decision, receipt: { id, requests, units: cost } }
   }
 
-  /** Where a refund of units recorded at `recorded` in a window takes them from. */
-  function refundRequestOf({ key, policy }: Window, recorded: number): RefundRequest {
-    const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
-    if (policy.buckets !== undefined) request.buckets = policy.buckets
-    return request
-  }
-
   /** consume() for one window: the same decision and receipt, with no array of decisions to combine. */
   function madeOne(id: string, result: WindowResult, window: Window, cost: number): Made {
     const decision = decisionOf(result, window)
     const { recorded } = result
     if (recorded === undefined) return { decision }
-    return { decision, receipt: { id, requests: [refundRequestOf(window, recorded)], units: cost } }
+    return { decision, receipt: new WindowReceipt(id, cost, window, recorded) }
   }
 
   const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
