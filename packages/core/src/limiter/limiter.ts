@@ -355,14 +355,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     units,
   })
 
-  /** Every decision a caller gets passes here: counted, reported, and (if it recorded units) refundable. */
-  function count(made: Decision, receipt?: Receipt): Decision {
+  /**
+   * Every decision a caller gets passes here: counted, reported, and (if it recorded units) refundable. `fresh`
+   * says that `made` was just built, so it carries no receipt yet (a check that costs as much as the stamp).
+   */
+  function count(made: Decision, receipt?: Receipt, fresh = false): Decision {
     const decision = enforce(made)
     counters.decisions++
     if (decision.allowed) counters.allowed++
     else counters.denied++
     if (decision.shadowDenied) counters.shadowDenied++
-    if (receipt && decision.allowed && !Receipted.has(decision)) new Receipted(decision, receipt, owner)
+    if (receipt && decision.allowed && (fresh || !Receipted.has(decision))) new Receipted(decision, receipt, owner)
     events.emit('decision', decision)
     return decision
   }
@@ -438,7 +441,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return degrade(windows, cost, error)
     }
     tier?.remember(id, cost, decision, sentAt as number, tag)
-    return Promise.resolve(count(decision, receipt))
+    return Promise.resolve(count(decision, receipt, true))
   }
 
   async function consume(id: string, windows: readonly Window[], cost: number): Promise<Made> {
