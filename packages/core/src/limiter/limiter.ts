@@ -420,9 +420,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const { windows, cost } = call
     const id = idOf(windows)
     const tag = limitsTag(windows)
-    tier?.observe(id, cost)
-    const hit = tier?.tryLocal(id, cost, tag)
-    if (hit) return Promise.resolve(count(hit.decision))
+    // No leases here: nothing to observe for their size, and only a cached denial answers locally.
+    const denied = tier?.tryDenial(id, cost, tag)
+    if (denied) return Promise.resolve(count(denied))
     const sentAt = tier?.now()
     let decision: Decision
     let receipt: Receipt | undefined
