@@ -1,6 +1,7 @@
 import { memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
+import { consumeNowOf, type EntrySlot } from '../../../packages/core/src/store/memory-store.js'
 import type { WindowResult } from '../../../packages/core/src/store/store.js'
 
 interface Admission {
@@ -122,6 +123,43 @@ describe('memoryStore model (fast-check, injected clock)', () => {
             const [beside] = await two[call]([request, roomy])
             expect(alone, `${kind} at ${now}`).to.deep.equal(beside)
           }
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+  it('answers a call through a kept entry slot as a plain call answers it, across resets, holds and sweeps', async () => {
+    const step = fc.record({
+      advance: fc.integer({ min: 0, max: 700 }),
+      kind: fc.constantFrom('consume', 'consume', 'consume', 'peek', 'hold', 'reset', 'sweep'),
+      cost: fc.integer({ min: 1, max: 6 }),
+      limit: fc.integer({ min: 6, max: 9 }),
+    })
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 80 }), async (steps) => {
+        let now = 0
+        const kept = memoryStore({ clock: () => now })
+        const plain = memoryStore({ clock: () => now })
+        const consumeNow = consumeNowOf(kept)
+        if (consumeNow === undefined) throw new Error('a memory store answers at once')
+        // One slot for the key across every step: the entry it holds goes stale on a reset, a sweep or an idle drop.
+        const slot: EntrySlot = { entry: undefined }
+        for (const { advance, kind, cost, limit } of steps) {
+          now += advance
+          const request = { key: 'k', limit, windowMs: 1_000, cost }
+          if (kind === 'hold') {
+            await Promise.all([kept.hold([request], 300), plain.hold([request], 300)])
+          } else if (kind === 'reset') {
+            await Promise.all([kept.reset('k'), plain.reset('k')])
+          } else if (kind === 'sweep') {
+            expect(kept.sweep()).to.equal(plain.sweep())
+          } else if (kind === 'peek') {
+            expect(await kept.peek([request]), `peek at ${now}`).to.deep.equal(await plain.peek([request]))
+          } else {
+            const [expected] = await plain.consume([request])
+            expect(consumeNow.one(request, undefined, slot), `consume at ${now}`).to.deep.equal(expected)
+          }
+          expect(kept.size, `keys held at ${now}`).to.equal(plain.size)
         }
       }),
       { numRuns: 300 },

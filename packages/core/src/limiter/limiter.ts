@@ -4,7 +4,7 @@ import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
-import { type ConsumeNow, consumeNowOf } from '../store/memory-store.js'
+import { type ConsumeNow, consumeNowOf, type EntrySlot } from '../store/memory-store.js'
 import { serversOf } from '../store/server-set.js'
 import type { Lease, RefundRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
@@ -69,17 +69,55 @@ class Receipted extends Stamp {
   }
 }
 
+/** What an admission recorded, for refund(): removed from these windows, `units` each. */
+interface Receipt {
+  readonly id: string
+  readonly requests: readonly RefundRequest[]
+  readonly units: number
+}
+
+/** Where a refund of units recorded at `recorded` in a window takes them from. */
+function refundRequestOf({ key, policy }: Window, recorded: number): RefundRequest {
+  const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
+  if (policy.buckets !== undefined) request.buckets = policy.buckets
+  return request
+}
+
+/** The receipt of an admission in one window: one object per admission, its request built when a refund asks. */
+class WindowReceipt implements Receipt {
+  constructor(
+    readonly id: string,
+    readonly units: number,
+    private readonly window: Window,
+    private readonly recorded: number,
+  ) {}
+  get requests(): readonly RefundRequest[] {
+    return [refundRequestOf(this.window, this.recorded)]
+  }
+}
+
 /** The tenant ready() peeks at: a peek records nothing, so any key would do. */
 const READY_PROBE_TENANT = 'fleetlimit-ready-probe'
 
 /** Tenants whose default call a limiter keeps built: about 200 bytes each. */
 const CACHED_CALLS = 16_384
 
-/** What a call is decided on: its windows (one per policy) and its cost. */
-interface Call {
+/**
+ * What a call is decided on: its windows (one per policy) and its cost; a call kept for a tenant also keeps its
+ * store requests once built, and (as an EntrySlot) the memory store's entry of its key.
+ */
+interface Call extends EntrySlot {
   readonly windows: readonly Window[]
   readonly cost: number
+  requests: WindowRequest[] | undefined
 }
+
+const newCall = (windows: readonly Window[], cost: number): Call => ({
+  windows,
+  cost,
+  requests: undefined,
+  entry: undefined,
+})
 
 const CONSUME_OPTIONS = ['cost', 'limit']
 const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal', 'transitMs']
@@ -299,12 +337,6 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return request
     })
 
-  /** What an admission recorded, for refund(): removed from these windows, `units` each. */
-  interface Receipt {
-    readonly id: string
-    readonly requests: readonly RefundRequest[]
-    readonly units: number
-  }
   // An admitted decision carries its receipt, and this limiter as its owner, in private fields added to the plain
   // object (see Receipted): a refund through another limiter finds none.
   const owner = {}
@@ -323,14 +355,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     units,
   })
 
-  /** Every decision a caller gets passes here: counted, reported, and (if it recorded units) refundable. */
-  function count(made: Decision, receipt?: Receipt): Decision {
+  /**
+   * Every decision a caller gets passes here: counted, reported, and (if it recorded units) refundable. `fresh`
+   * says that `made` was just built, so it carries no receipt yet (a check that costs as much as the stamp).
+   */
+  function count(made: Decision, receipt?: Receipt, fresh = false): Decision {
     const decision = enforce(made)
     counters.decisions++
     if (decision.allowed) counters.allowed++
     else counters.denied++
     if (decision.shadowDenied) counters.shadowDenied++
-    if (receipt && decision.allowed && !Receipted.has(decision)) new Receipted(decision, receipt, owner)
+    if (receipt && decision.allowed && (fresh || !Receipted.has(decision))) new Receipted(decision, receipt, owner)
     events.emit('decision', decision)
     return decision
   }
@@ -381,22 +416,32 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const consumeNow = leases ? undefined : consumeNowOf(store)
 
   /** decide() on a memory store, for a limiter without leases: the same steps, with the store's answer at once. */
-  function decideNow(windows: readonly Window[], cost: number, now: ConsumeNow): Promise<Decision> {
+  function decideNow(call: Call, now: ConsumeNow): Promise<Decision> {
+    const { windows, cost } = call
     const id = idOf(windows)
     const tag = limitsTag(windows)
-    tier?.observe(id, cost)
-    const hit = tier?.tryLocal(id, cost, tag)
-    if (hit) return Promise.resolve(count(hit.decision))
+    // No leases here: nothing to observe for their size, and only a cached denial answers locally.
+    const denied = tier?.tryDenial(id, cost, tag)
+    if (denied) return Promise.resolve(count(denied))
     const sentAt = tier?.now()
-    let made: Made
+    let decision: Decision
+    let receipt: Receipt | undefined
     try {
+      if (call.requests === undefined) call.requests = requestsOf(windows, cost)
+      const { requests } = call
       // The tier's clock is performance.now(): the store may take its reading as the decision's time.
-      made = madeOf(id, windows, cost, caller.askNow(now, requestsOf(windows, cost), sentAt))
+      if (requests.length === 1) {
+        // madeOne's steps, with no object around the decision and its receipt.
+        const window = windows[0] as Window
+        const result = caller.askNow(now.one, requests[0] as WindowRequest, sentAt, call)
+        decision = decisionOf(result, window)
+        receipt = result.recorded === undefined ? undefined : new WindowReceipt(id, cost, window, result.recorded)
+      } else ({ decision, receipt } = madeOf(id, windows, cost, caller.askNow(now.many, requests, sentAt, undefined)))
     } catch (error) {
       return degrade(windows, cost, error)
     }
-    tier?.remember(id, cost, made.decision, sentAt as number, tag)
-    return Promise.resolve(count(made.decision, made.receipt))
+    tier?.remember(id, cost, decision, sentAt as number, tag)
+    return Promise.resolve(count(decision, receipt, true))
   }
 
   async function consume(id: string, windows: readonly Window[], cost: number): Promise<Made> {
@@ -416,19 +461,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return requests.length === 0 ? { decision } : { decision, receipt: { id, requests, units: cost } }
   }
 
-  /** Where a refund of units recorded at `recorded` in a window takes them from. */
-  function refundRequestOf({ key, policy }: Window, recorded: number): RefundRequest {
-    const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
-    if (policy.buckets !== undefined) request.buckets = policy.buckets
-    return request
-  }
-
   /** consume() for one window: the same decision and receipt, with no array of decisions to combine. */
   function madeOne(id: string, result: WindowResult, window: Window, cost: number): Made {
     const decision = decisionOf(result, window)
     const { recorded } = result
     if (recorded === undefined) return { decision }
-    return { decision, receipt: { id, requests: [refundRequestOf(window, recorded)], units: cost } }
+    return { decision, receipt: new WindowReceipt(id, cost, window, recorded) }
   }
 
   const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
@@ -488,7 +526,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (typeof key !== 'string') return routeCall(key)
     let call = cachedCalls.get(key)
     if (call === undefined) {
-      call = { windows: windowsOf(key, undefined), cost: defaultCost }
+      call = newCall(windowsOf(key, undefined), defaultCost)
       if (cachedCalls.size >= CACHED_CALLS) cachedCalls.delete(cachedCalls.keys().next().value as string)
       cachedCalls.set(key, call)
     }
@@ -499,12 +537,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const route: unknown = key?.route
     // Anything else is refused by windowsOf, with the error it names.
     if (typeof tenant !== 'string' || (route !== undefined && typeof route !== 'string')) {
-      return { windows: windowsOf(key, undefined), cost: defaultCost }
+      return newCall(windowsOf(key, undefined), defaultCost)
     }
     let tenants = cachedRoutes.get(route)
     let call = tenants?.get(tenant)
     if (call !== undefined) return call
-    call = { windows: windowsOf(key, undefined), cost: defaultCost }
+    call = newCall(windowsOf(key, undefined), defaultCost)
     if (cachedRouteCalls >= CACHED_CALLS) dropOldestRouteCall()
     if (tenants === undefined) {
       tenants = new Map()
@@ -528,7 +566,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const limits = resolveLimits(options.limit)
     const cost = options.cost === undefined ? defaultCost : config.checkCost(options.cost)
     if (limits) checkCost(cost, 'cost', Math.min(...limits))
-    return { windows: windowsOf(key, limits), cost }
+    return newCall(windowsOf(key, limits), cost)
   }
 
   /** Sends a receipt's refund under its id; a failure says whether its units stayed (see StoreCaller.failure). */
@@ -615,7 +653,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       } catch (error) {
         return Promise.reject(error)
       }
-      return consumeNow ? decideNow(call.windows, call.cost, consumeNow) : decide(call.windows, call.cost)
+      return consumeNow ? decideNow(call, consumeNow) : decide(call.windows, call.cost)
     },
     async acquire(key, options) {
       const { windows, cost } = resolveCall(key, options, ACQUIRE_OPTIONS)

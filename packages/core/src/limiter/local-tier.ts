@@ -81,6 +81,8 @@ export interface LocalTier {
    * must decide.
    */
   tryLocal(id: string, cost: number, limits: Limits): LocalHit | undefined
+  /** tryLocal for a limiter without leases: a cached denial's answer, or undefined when the store must decide. */
+  tryDenial(id: string, cost: number, limits: Limits): Decision | undefined
   /** The lease worth asking for now under `limit`, or undefined to ask for this call alone. */
   leasePlan(id: string, cost: number, limit: number): { readonly size: number; readonly ttlMs: number } | undefined
   /** Learns from a store decision asked at `sentAt` (local time) under `limits`. */
@@ -207,6 +209,18 @@ export function createLocalTier(
     return aged
   }
 
+  /** The cached denial of `id` that answers this call at `at`, aged; an ended one is dropped. */
+  function denialAt(id: string, cost: number, limits: Limits, at: number): Decision | undefined {
+    const denial = denials.get(id)
+    if (denial === undefined) return undefined
+    if (at < denial.until && cost >= denial.cost && denial.limits === limits) {
+      counters.localHits++
+      return age(denial.decision, at - denial.at, 'local')
+    }
+    if (at >= denial.until) denials.delete(id)
+    return undefined
+  }
+
   return {
     now,
     stats: () => ({ ...counters }),
@@ -226,7 +240,7 @@ export function createLocalTier(
       // Nothing cached, nothing leased: the store decides, with no clock read.
       if (leases.size === 0 && denials.size === 0) return undefined
       const at = now()
-      const lease = leases.get(id)
+      const lease = leases.size === 0 ? undefined : leases.get(id)
       if (lease && lease.limit === limits && at < lease.expiresAt && lease.lease.granted - lease.used >= cost) {
         lease.used += cost
         counters.leaseUsedUnits += cost
@@ -245,15 +259,11 @@ export function createLocalTier(
         }
         return { decision, lease: { storeKey: lease.storeKey, lease: lease.lease } }
       }
-      const denial = denials.get(id)
-      if (denial) {
-        if (at < denial.until && cost >= denial.cost && denial.limits === limits) {
-          counters.localHits++
-          return { decision: age(denial.decision, at - denial.at, 'local') }
-        }
-        if (at >= denial.until) denials.delete(id)
-      }
-      return undefined
+      const decision = denialAt(id, cost, limits, at)
+      return decision && { decision }
+    },
+    tryDenial(id, cost, limits) {
+      return denials.size === 0 ? undefined : denialAt(id, cost, limits, now())
     },
     leasePlan(id, cost, limit) {
       if (config.lease === false) return undefined

@@ -19,7 +19,7 @@ export interface StoreCaller {
   /** Asks the store under the guard of the key's server (breaker, calls in flight, deadline). */
   ask<T>(key: string, call: (deadline: Deadline) => Promise<T>): Promise<T>
   /** Calls an in-process store's method that answers at once (no guard to pass: it cannot hang), counted alike. */
-  askNow<A, B, T>(call: (a: A, b: B) => T, a: A, b: B): T
+  askNow<A, B, C, T>(call: (a: A, b: B, c: C) => T, a: A, b: B, c: C): T
   /**
    * Counts a failed call, tells the listeners and, once an outage, the logger; returns the error to throw. For a
    * refund, the error and the log say whether its units stayed: a refund not sent, or refused, did not apply; one
@@ -101,13 +101,13 @@ export function createStoreCaller(
     )
   }
 
-  function askNow<A, B, T>(call: (a: A, b: B) => T, a: A, b: B): T {
+  function askNow<A, B, C, T>(call: (a: A, b: B, c: C) => T, a: A, b: B, c: C): T {
     observer.sent()
     const reporting = events.has('storeCall')
     const sentAt = reporting ? performance.now() : 0
     let value: T
     try {
-      value = call(a, b)
+      value = call(a, b, c)
     } catch (error) {
       if (reporting) report('error', performance.now() - sentAt)
       throw error

@@ -45,8 +45,16 @@ export interface MemoryStore extends Store {
 
 /** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
 type Entry =
-  | { readonly log: SlidingLog; readonly counter?: never; windowMs: number }
-  | { readonly counter: Bucketed; readonly log?: never; windowMs: number; buckets: number }
+  | { readonly log: SlidingLog; readonly counter?: never; windowMs: number; dropped: boolean }
+  | { readonly counter: Bucketed; readonly log?: never; windowMs: number; buckets: number; dropped: boolean }
+
+/**
+ * A caller's holder for one key's entry, kept between its calls on that key (see ConsumeNow.one): the entry is
+ * used while the store holds it, and looked up again once the store dropped it.
+ */
+export interface EntrySlot {
+  entry: unknown
+}
 
 /**
  * Keys the automatic sweep visits per call. A call adds at most a few keys, so the sweep outpaces them a
@@ -107,11 +115,17 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       }
       const [key, entry] = next.value
       if (isIdle(entry, now)) {
-        entries.delete(key)
+        drop(key, entry)
         dropped++
       }
     }
     return dropped
+  }
+
+  /** Forgets a key's entry; a slot that holds it looks the key up again. */
+  function drop(key: string, entry: Entry): void {
+    entries.delete(key)
+    entry.dropped = true
   }
 
   function sweep(): number {
@@ -189,24 +203,29 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       `memory store full: it holds maxKeys (${maxKeys}) keys with live windows, so a new key is refused; raise maxKeys or use redisStore`,
     )
 
-  /** entriesOf for one sliding-log request, with no array: the log of its key. */
-  function logOf(request: WindowRequest, create: boolean): SlidingLog {
-    let entry = entries.get(request.key)
-    if (entry === undefined) {
-      if (create && entries.size + 1 > maxKeys) throw storeFull()
-      entry = { log: new SlidingLog(), windowMs: request.windowMs }
-      if (create) entries.set(request.key, entry)
-    } else if (entry.counter !== undefined) throw otherAlgorithm(request.key, entry)
+  /** entriesOf for one sliding-log request, with no array: its key's entry, from `slot` while the store holds it. */
+  function logEntryOf(request: WindowRequest, create: boolean, slot: EntrySlot | undefined): Entry {
+    let entry = slot?.entry as Entry | undefined
+    if (entry === undefined || entry.dropped) {
+      entry = entries.get(request.key)
+      if (entry === undefined) {
+        if (create && entries.size + 1 > maxKeys) throw storeFull()
+        entry = { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
+        if (create) entries.set(request.key, entry)
+      } else if (entry.counter !== undefined) throw otherAlgorithm(request.key, entry)
+      if (slot !== undefined) slot.entry = entry
+    }
     entry.windowMs = request.windowMs
-    return entry.log as SlidingLog
+    return entry
   }
 
   /**
    * decide() for one sliding-log window, the common call, without the arrays and copies of the general case:
    * the same rules in the same order, so the model tests of one window hold for it.
    */
-  function decideLog(request: WindowRequest, record: boolean, now: number): WindowResult {
-    const log = logOf(request, record)
+  function decideLog(request: WindowRequest, record: boolean, now: number, slot?: EntrySlot): WindowResult {
+    const entry = logEntryOf(request, record, slot)
+    const log = entry.log as SlidingLog
     const used = log.used(now, request.windowMs)
     const room = used + request.cost <= request.limit
     const until = heldUntil(request.key, now)
@@ -217,7 +236,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     else if (record && !room) result = blocked(request, result, now)
     // A fresh object from log.result: the stamp is set on it rather than copied into another.
     else if (recorded) (result as { recorded?: number }).recorded = at
-    if (used === 0 && !recorded && log.isEmpty(now, request.windowMs)) entries.delete(request.key)
+    if (used === 0 && !recorded && log.isEmpty(now, request.windowMs) && !entry.dropped) drop(request.key, entry)
     return result
   }
 
@@ -243,8 +262,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       if (entry === undefined) {
         entry =
           buckets === undefined
-            ? { log: new SlidingLog(), windowMs: request.windowMs }
-            : { counter: new Bucketed(), windowMs: request.windowMs, buckets }
+            ? { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
+            : { counter: new Bucketed(), windowMs: request.windowMs, buckets, dropped: !create }
         // A peek of an unknown key decides on a detached empty entry: it records nothing, so it needs no room.
         if (create) entries.set(request.key, entry)
       }
@@ -259,7 +278,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     housekeep(now, requests.length)
     const [only] = requests
     if (requests.length === 1 && only?.buckets !== undefined) {
-      const { counter } = entriesOf(requests, record)[0] as Entry
+      const entry = entriesOf(requests, record)[0] as Entry
+      const counter = entry.counter
       const until = heldUntil(only.key, now)
       let result = (counter as Bucketed).decide(
         now,
@@ -273,7 +293,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       else if (record && !result.allowed) result = blocked(only, result, now)
       else if (record) result = { ...result, recorded: now }
       if (!result.allowed || !record) {
-        if ((counter as Bucketed).isEmpty(now, only.windowMs, only.buckets)) entries.delete(only.key)
+        if ((counter as Bucketed).isEmpty(now, only.windowMs, only.buckets) && !entry.dropped) drop(only.key, entry)
       }
       return [result]
     }
@@ -288,7 +308,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       const used = log.used(now, request.windowMs)
       const room = used + request.cost <= request.limit
       const until = heldUntil(request.key, now)
-      return { request, log, used, room, until, allowed: room && until === 0 }
+      return { request, entry, log, used, room, until, allowed: room && until === 0 }
     })
     // Shadow windows do not decide the call; each records what it would have admitted.
     const admitted = record && windows.every((w) => w.allowed || (several && w.request.shadow))
@@ -301,8 +321,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       return at === undefined ? result : { ...result, recorded: at }
     })
     // A peek or a denial must not leave empty entries behind (a log with an emptied entry is not empty).
-    for (const { request, log, used, allowed } of windows) {
-      if (used === 0 && !(admitted && allowed) && log.isEmpty(now, request.windowMs)) entries.delete(request.key)
+    for (const { request, entry, log, used, allowed } of windows) {
+      if (used === 0 && !(admitted && allowed) && log.isEmpty(now, request.windowMs) && !entry.dropped) {
+        drop(request.key, entry)
+      }
     }
     return results
   }
@@ -311,7 +333,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   function lease(request: LeaseRequest): LeaseResult {
     const now = clock()
     housekeep(now, 1)
-    const log = (entriesOf([request], true)[0] as Entry).log as SlidingLog
+    const entry = entriesOf([request], true)[0] as Entry
+    const log = entry.log as SlidingLog
     const used = log.used(now, request.windowMs)
     const available = request.limit - used
     const until = heldUntil(request.key, now)
@@ -330,7 +353,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     }
     const result = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
     const denied = until ? held(result, until, now) : result
-    if (used === 0 && log.isEmpty(now, request.windowMs)) entries.delete(request.key)
+    if (used === 0 && log.isEmpty(now, request.windowMs)) drop(request.key, entry)
     return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0, recorded: 0 } }
   }
 
@@ -375,7 +398,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       changes.emit(requests.map(({ key }) => key))
     },
     reset: async (key) => {
-      entries.delete(key)
+      const entry = entries.get(key)
+      if (entry !== undefined) drop(key, entry)
       holds.delete(key)
       changes.emit([key])
     },
@@ -388,9 +412,16 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   }
   // The caller's reading of performance.now() serves as this store's own clock when that is the default one.
   const ownClock = options.clock === undefined
-  inProcessStores.set(store, (requests, at) =>
-    decide(requests, true, ownClock && at !== undefined ? timeOrigin + at : clock()),
-  )
+  const timeOf = (at: number | undefined) => (ownClock && at !== undefined ? timeOrigin + at : clock())
+  inProcessStores.set(store, {
+    many: (requests, at) => decide(requests, true, timeOf(at)),
+    one(request, at, slot) {
+      if (request.buckets !== undefined) return decide([request], true, timeOf(at))[0] as WindowResult
+      const now = timeOf(at)
+      housekeep(now, 1)
+      return decideLog(request, true, now, slot)
+    },
+  })
   return store
 }
 
@@ -398,7 +429,14 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
  * A store's consume, answered at once; `at`, if given, is the caller's performance.now() read just before, which
  * the store takes as the decision's time when it runs on its default clock (one clock read, not two).
  */
-export type ConsumeNow = (requests: readonly WindowRequest[], at: number | undefined) => WindowResult[]
+export interface ConsumeNow {
+  many(requests: readonly WindowRequest[], at: number | undefined): WindowResult[]
+  /**
+   * One window's consume; `slot` holds its key's entry between calls on that key (one map lookup fewer per call),
+   * so a slot serves one key of one store only.
+   */
+  one(request: WindowRequest, at: number | undefined, slot: EntrySlot): WindowResult
+}
 
 /**
  * The stores memoryStore() made, with their consume answered at once: a copy with methods replaced
