@@ -204,7 +204,12 @@ for (const kind of clientKinds) {
           if (refused) break
         }
         const keys = await client.dbsize()
-        const used = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])
+        // The data's memory: client buffers (refused requests waiting to be read) and the script cache are not it.
+        const used = async () => {
+          const info = await client.info('memory')
+          const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1])
+          return field('used_memory') - field('mem_clients_normal') - field('used_memory_scripts')
+        }
         const before = await used()
         // ioredis: the store on the client that filled the server; node-redis: on a connection of its own, opened now.
         tested = kind.name === 'ioredis' ? undefined : await kind.connect(server.url)
