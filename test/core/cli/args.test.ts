@@ -57,7 +57,14 @@ describe('cli/args: parseCommand', () => {
     expect(usageError(['keys', '--max', '0']).message).to.equal(
       '--max "0": a positive whole number (fleetlimit --help)',
     )
-    expect(usageError(['keys', '--bogus']).message).to.match(/^Unknown option '--bogus'/)
+    expect(usageError(['keys', '--bogus']).message).to.equal('unknown option --bogus (fleetlimit --help)')
+    expect(usageError(['peek', 'a', '--polcy', 'api']).message).to.equal(
+      'unknown option --polcy: did you mean --policy? (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '--jsno']).message).to.equal(
+      'unknown option --jsno: did you mean --json? (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '-x']).message).to.equal('unknown option -x (fleetlimit --help)')
   })
 })
 

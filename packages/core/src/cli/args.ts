@@ -82,7 +82,7 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
   } catch (error) {
-    throw usage((error as Error).message)
+    throw usage(parseFailure(error as Error & { code?: string }, argv))
   }
   const { values, positionals } = parsed
   if (values.help || positionals.length === 0) return 'help'
@@ -120,6 +120,30 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
     force: values.force === true,
     max: values.max === undefined ? 1000 : wholeNumber(values.max, '--max'),
   }
+}
+
+/** node:util's parse errors in the operator's terms: the flag as typed, and the nearest real one. */
+function parseFailure(error: Error & { code?: string }, argv: readonly string[]): string {
+  if (error.code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return error.message
+  const typed = argv.find((arg) => arg.startsWith('-') && error.message.includes(`'${arg.split('=')[0]}'`))
+  const flag = typed?.split('=')[0] ?? error.message
+  const name = flag.replace(/^-+/, '')
+  const near = Object.keys(OPTIONS).find((option) => editDistance(name, option) <= (name.length < 4 ? 1 : 2))
+  return `unknown option ${flag}${near === undefined ? '' : `: did you mean --${near}?`}`
+}
+
+/** Levenshtein distance, for short flag names. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution))
+    }
+    previous = current
+  }
+  return previous[b.length] as number
 }
 
 function usage(message: string): CliError {
