@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import fc from 'fast-check'
-import { parseCommand } from '../../../packages/core/src/cli/args.js'
+import { parseCommand, USAGE } from '../../../packages/core/src/cli/args.js'
 import { CliError } from '../../../packages/core/src/cli/cli-error.js'
 import { parseStoredKey } from '../../../packages/core/src/cli/stored-keys.js'
 import { buildKey, decodeKeyPart, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
@@ -65,6 +65,17 @@ describe('cli/args: parseCommand', () => {
       'unknown option --jsno: did you mean --json? (fleetlimit --help)',
     )
     expect(usageError(['keys', '-x']).message).to.equal('unknown option -x (fleetlimit --help)')
+  })
+})
+
+describe('cli/args: USAGE', () => {
+  it('gives examples that parse as written, and the exit codes', () => {
+    const examples = USAGE.split('\n')
+      .filter((line) => line.startsWith('  fleetlimit '))
+      .map((line) => [...line.slice('  fleetlimit '.length).matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]))
+    expect(examples.map((argv) => argv[0])).to.deep.equal(['keys', 'peek', 'reset', 'pause'])
+    for (const argv of examples) expect(parseCommand(argv as string[], {})).to.be.an('object')
+    expect(USAGE).to.include('Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake')
   })
 })
 

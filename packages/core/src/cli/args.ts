@@ -57,7 +57,16 @@ Options:
   --force                act on a policy that has no live key
   --max <n>              keys: list at most this many (default 1000)
   --json                 one JSON object on stdout
-  --help                 this text`
+  --help                 this text
+
+Examples:
+  fleetlimit keys --redis redis://:password@10.0.0.5:6379
+  fleetlimit peek 203.0.113.7 --policy api --window 1m --route '*' --limit 100
+  fleetlimit reset acme --policy search --window 10s --route 'GET /search'
+  fleetlimit pause acme --policy api --window 1m --route '*' --for 10m
+
+Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake in the command.
+More: https://github.com/fleetlimit/fleetlimit/blob/main/docs/operations.md`
 
 const OPTIONS = {
   redis: { type: 'string' },

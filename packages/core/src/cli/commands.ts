@@ -129,7 +129,9 @@ function policyOf(command: Command): Policy {
   if (name === undefined && limit === undefined) {
     throw new CliError('give the policy the key belongs to: --policy <name> --window <duration> (fleetlimit --help)', 2)
   }
-  if (window === undefined) throw new CliError('give the policy’s window: --window <duration>, such as 1m', 2)
+  if (window === undefined) {
+    throw new CliError('give the policy’s window: --window <duration>, such as 1m (fleetlimit --help)', 2)
+  }
   const options = {
     limit: limit ?? MAX_LIMIT,
     window: /^\d+$/.test(window) ? Number(window) : window,
