@@ -48,6 +48,7 @@ describe('cli/args: parseCommand', () => {
       exitCode: 2,
     })
     expect(usageError(['peek']).message).to.equal('peek needs a tenant: fleetlimit peek <tenant> (fleetlimit --help)')
+    expect(usageError(['reset', '']).message).to.equal('reset got an empty tenant (fleetlimit --help)')
     expect(usageError(['pause', 'a']).message).to.equal(
       'pause needs --for <duration>, such as --for 10m (fleetlimit --help)',
     )

@@ -104,6 +104,8 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
   if (rest.length > (takesTenant ? 1 : 0)) throw usage(`unexpected argument ${JSON.stringify(rest.at(-1))}`)
   const tenant = rest[0]
   if (takesTenant && tenant === undefined) throw usage(`${command} needs a tenant: fleetlimit ${command} <tenant>`)
+  // Most often an unset shell variable: fleetlimit reset "$TENANT".
+  if (tenant === '') throw usage(`${command} got an empty tenant`)
   if (values.redis !== undefined && values.cluster !== undefined) throw usage('give --redis or --cluster, not both')
   const target: Target = values.cluster
     ? { seeds: values.cluster }
