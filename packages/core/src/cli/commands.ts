@@ -59,7 +59,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
       ]
       if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
       // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
-      const empty = usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
+      const empty = isEmpty(usage)
       const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
       if (others.length > 0) lines.push(['live keys', others.map(routeFlag).join('; ')])
       return {
@@ -69,16 +69,26 @@ export async function runCommand(command: Command, connected: Connected): Promis
           ...subject,
           ...usage,
           ...(next && { remaining: next.remaining, allowed: next.allowed, retryAfterMs: next.retryAfterMs }),
-          ...(empty && { otherRoutes: others.map((other) => (other.hasRoute ? (other.route ?? null) : null)) }),
+          ...(empty && { otherRoutes: others.map(otherRoute) }),
         },
       }
     }
-    case 'reset':
+    case 'reset': {
       await limiter.reset(input)
+      // Nothing forgotten most often means the wrong route: the customer is still blocked under another key.
+      const others = isEmpty(usage) ? await otherKeys(policy, command, connected, redisKey) : []
+      const hint =
+        others.length > 0 ? `\nthe key was empty; the tenant's live keys: ${others.map(routeFlag).join('; ')}` : ''
       return {
-        text: `reset ${redisKey}: ${units(usage.used)} forgotten; every process asks Redis again`,
-        json: { command: 'reset', ...subject, forgottenUnits: usage.used },
+        text: `reset ${redisKey}: ${units(usage.used)} forgotten; every process asks Redis again${hint}`,
+        json: {
+          command: 'reset',
+          ...subject,
+          forgottenUnits: usage.used,
+          ...(isEmpty(usage) && { otherRoutes: others.map(otherRoute) }),
+        },
       }
+    }
     case 'pause': {
       const ms = command.forMs as number
       await limiter.pause(input, ms)
@@ -113,6 +123,11 @@ interface Usage {
   /** Until a pause (or block) ends; 0 when there is none. */
   readonly pausedMs: number
 }
+
+const isEmpty = (usage: Usage) => usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
+
+/** Another live key's route as --json shows it: null for none or a hashed one. */
+const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
 
 /** A key's usage, read under the largest limit: only a pause or a block then denies one unit. */
 async function usageOf(limiter: RateLimiter, input: KeyInput): Promise<Usage> {
