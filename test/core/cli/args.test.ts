@@ -66,6 +66,9 @@ describe('cli/args: parseCommand', () => {
       'unknown option --jsno: did you mean --json? (fleetlimit --help)',
     )
     expect(usageError(['keys', '-x']).message).to.equal('unknown option -x (fleetlimit --help)')
+    expect(usageError(['reset', '--tenant', 'acme']).message).to.equal(
+      'unknown option --tenant: the tenant comes after the command, fleetlimit peek <tenant> (fleetlimit --help)',
+    )
   })
 })
 

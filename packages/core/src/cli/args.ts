@@ -139,6 +139,7 @@ function parseFailure(error: Error & { code?: string }, argv: readonly string[])
   const typed = argv.find((arg) => arg.startsWith('-') && error.message.includes(`'${arg.split('=')[0]}'`))
   const flag = typed?.split('=')[0] ?? error.message
   const name = flag.replace(/^-+/, '')
+  if (name === 'tenant') return 'unknown option --tenant: the tenant comes after the command, fleetlimit peek <tenant>'
   const near = Object.keys(OPTIONS).find((option) => editDistance(name, option) <= (name.length < 4 ? 1 : 2))
   return `unknown option ${flag}${near === undefined ? '' : `: did you mean --${near}?`}`
 }
