@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import { parseCommand, USAGE } from '../../../packages/core/src/cli/args.js'
+import { COMMANDS, parseCommand, USAGE } from '../../../packages/core/src/cli/args.js'
 import { CliError } from '../../../packages/core/src/cli/cli-error.js'
 import { parseStoredKey } from '../../../packages/core/src/cli/stored-keys.js'
 import { buildKey, decodeKeyPart, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
@@ -80,6 +81,16 @@ describe('cli/args: USAGE', () => {
     expect(examples.map((argv) => argv[0])).to.deep.equal(['keys', 'peek', 'reset', 'pause'])
     for (const argv of examples) expect(parseCommand(argv as string[], {})).to.be.an('object')
     expect(USAGE).to.include('Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake')
+  })
+
+  it('names the same flags and commands as docs/operations.md, so the two do not drift apart', () => {
+    const doc = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8')
+    const flags = (text: string) => new Set([...text.matchAll(/(?<![\w-])--([a-z]+)\b/g)].map((m) => m[1]))
+    const inUsage = flags(USAGE.slice(USAGE.indexOf('Options:'), USAGE.indexOf('Examples:')))
+    inUsage.delete('help')
+    const table = doc.slice(doc.indexOf('| option'), doc.indexOf('Name a key'))
+    expect([...flags(table)].sort()).to.deep.equal([...inUsage].sort())
+    for (const command of COMMANDS) expect(doc).to.include(`${command} `)
   })
 })
 
