@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import { parseCommand } from '../../../packages/core/src/cli/args.js'
+import { COMMANDS, parseCommand, USAGE } from '../../../packages/core/src/cli/args.js'
 import { CliError } from '../../../packages/core/src/cli/cli-error.js'
 import { parseStoredKey } from '../../../packages/core/src/cli/stored-keys.js'
 import { buildKey, decodeKeyPart, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
@@ -48,6 +49,7 @@ describe('cli/args: parseCommand', () => {
       exitCode: 2,
     })
     expect(usageError(['peek']).message).to.equal('peek needs a tenant: fleetlimit peek <tenant> (fleetlimit --help)')
+    expect(usageError(['reset', '']).message).to.equal('reset got an empty tenant (fleetlimit --help)')
     expect(usageError(['pause', 'a']).message).to.equal(
       'pause needs --for <duration>, such as --for 10m (fleetlimit --help)',
     )
@@ -57,7 +59,38 @@ describe('cli/args: parseCommand', () => {
     expect(usageError(['keys', '--max', '0']).message).to.equal(
       '--max "0": a positive whole number (fleetlimit --help)',
     )
-    expect(usageError(['keys', '--bogus']).message).to.match(/^Unknown option '--bogus'/)
+    expect(usageError(['keys', '--bogus']).message).to.equal('unknown option --bogus (fleetlimit --help)')
+    expect(usageError(['peek', 'a', '--polcy', 'api']).message).to.equal(
+      'unknown option --polcy: did you mean --policy? (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '--jsno']).message).to.equal(
+      'unknown option --jsno: did you mean --json? (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '-x']).message).to.equal('unknown option -x (fleetlimit --help)')
+    expect(usageError(['reset', '--tenant', 'acme']).message).to.equal(
+      'unknown option --tenant: the tenant comes after the command, fleetlimit peek <tenant> (fleetlimit --help)',
+    )
+  })
+})
+
+describe('cli/args: USAGE', () => {
+  it('gives examples that parse as written, and the exit codes', () => {
+    const examples = USAGE.split('\n')
+      .filter((line) => line.startsWith('  fleetlimit '))
+      .map((line) => [...line.slice('  fleetlimit '.length).matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]))
+    expect(examples.map((argv) => argv[0])).to.deep.equal(['keys', 'peek', 'reset', 'pause'])
+    for (const argv of examples) expect(parseCommand(argv as string[], {})).to.be.an('object')
+    expect(USAGE).to.include('Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake')
+  })
+
+  it('names the same flags and commands as docs/operations.md, so the two do not drift apart', () => {
+    const doc = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8')
+    const flags = (text: string) => new Set([...text.matchAll(/(?<![\w-])--([a-z]+)\b/g)].map((m) => m[1]))
+    const inUsage = flags(USAGE.slice(USAGE.indexOf('Options:'), USAGE.indexOf('Examples:')))
+    inUsage.delete('help')
+    const table = doc.slice(doc.indexOf('| option'), doc.indexOf('Name a key'))
+    expect([...flags(table)].sort()).to.deep.equal([...inUsage].sort())
+    for (const command of COMMANDS) expect(doc).to.include(`${command} `)
   })
 })
 

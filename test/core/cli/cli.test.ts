@@ -206,6 +206,22 @@ describe('the fleetlimit command line, on a real Redis', function () {
     }
   })
 
+  it('reset of an empty key names the tenant’s live keys: the route was most often left out', async () => {
+    const run = await runCli(['reset', 'acme', ...policy, ...target])
+    expect(run.code).to.equal(0)
+    expect(run.stdout).to.equal(
+      [
+        `reset ${prefix}:api~sl3-60000:{acme}: 0 units forgotten; every process asks Redis again`,
+        "the key was empty; the tenant's live keys: --route '*'",
+        '',
+      ].join('\n'),
+    )
+    const json = await runCli(['reset', 'acme', ...policy, '--json', ...target])
+    expect(JSON.parse(json.stdout)).to.deep.include({ forgottenUnits: 0, otherRoutes: ['*'] })
+    // The blocked key was left alone: acme is still denied under route '*'.
+    expect((await limiter.peek({ tenant: 'acme', route: '*' })).allowed).to.equal(false)
+  })
+
   describe('one line on stderr and a non-zero exit for what an operator gets wrong', () => {
     it('an unknown policy (a name or window no live key has), listing the live ones', async () => {
       const run = await runCli(['peek', 'acme', '--policy', 'api', '--window', '1h', ...target])

@@ -57,7 +57,16 @@ Options:
   --force                act on a policy that has no live key
   --max <n>              keys: list at most this many (default 1000)
   --json                 one JSON object on stdout
-  --help                 this text`
+  --help                 this text
+
+Examples:
+  fleetlimit keys --redis redis://:password@10.0.0.5:6379
+  fleetlimit peek 203.0.113.7 --policy api --window 1m --route '*' --limit 100
+  fleetlimit reset acme --policy search --window 10s --route 'GET /search'
+  fleetlimit pause acme --policy api --window 1m --route '*' --for 10m
+
+Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake in the command.
+More: https://github.com/fleetlimit/fleetlimit/blob/main/docs/operations.md`
 
 const OPTIONS = {
   redis: { type: 'string' },
@@ -82,7 +91,7 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
   } catch (error) {
-    throw usage((error as Error).message)
+    throw usage(parseFailure(error as Error & { code?: string }, argv))
   }
   const { values, positionals } = parsed
   if (values.help || positionals.length === 0) return 'help'
@@ -95,6 +104,8 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
   if (rest.length > (takesTenant ? 1 : 0)) throw usage(`unexpected argument ${JSON.stringify(rest.at(-1))}`)
   const tenant = rest[0]
   if (takesTenant && tenant === undefined) throw usage(`${command} needs a tenant: fleetlimit ${command} <tenant>`)
+  // Most often an unset shell variable: fleetlimit reset "$TENANT".
+  if (tenant === '') throw usage(`${command} got an empty tenant`)
   if (values.redis !== undefined && values.cluster !== undefined) throw usage('give --redis or --cluster, not both')
   const target: Target = values.cluster
     ? { seeds: values.cluster }
@@ -120,6 +131,31 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
     force: values.force === true,
     max: values.max === undefined ? 1000 : wholeNumber(values.max, '--max'),
   }
+}
+
+/** node:util's parse errors in the operator's terms: the flag as typed, and the nearest real one. */
+function parseFailure(error: Error & { code?: string }, argv: readonly string[]): string {
+  if (error.code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return error.message
+  const typed = argv.find((arg) => arg.startsWith('-') && error.message.includes(`'${arg.split('=')[0]}'`))
+  const flag = typed?.split('=')[0] ?? error.message
+  const name = flag.replace(/^-+/, '')
+  if (name === 'tenant') return 'unknown option --tenant: the tenant comes after the command, fleetlimit peek <tenant>'
+  const near = Object.keys(OPTIONS).find((option) => editDistance(name, option) <= (name.length < 4 ? 1 : 2))
+  return `unknown option ${flag}${near === undefined ? '' : `: did you mean --${near}?`}`
+}
+
+/** Levenshtein distance, for short flag names. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution))
+    }
+    previous = current
+  }
+  return previous[b.length] as number
 }
 
 function usage(message: string): CliError {

@@ -59,7 +59,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
       ]
       if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
       // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
-      const empty = usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
+      const empty = isEmpty(usage)
       const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
       if (others.length > 0) lines.push(['live keys', others.map(routeFlag).join('; ')])
       return {
@@ -69,16 +69,26 @@ export async function runCommand(command: Command, connected: Connected): Promis
           ...subject,
           ...usage,
           ...(next && { remaining: next.remaining, allowed: next.allowed, retryAfterMs: next.retryAfterMs }),
-          ...(empty && { otherRoutes: others.map((other) => (other.hasRoute ? (other.route ?? null) : null)) }),
+          ...(empty && { otherRoutes: others.map(otherRoute) }),
         },
       }
     }
-    case 'reset':
+    case 'reset': {
       await limiter.reset(input)
+      // Nothing forgotten most often means the wrong route: the customer is still blocked under another key.
+      const others = isEmpty(usage) ? await otherKeys(policy, command, connected, redisKey) : []
+      const hint =
+        others.length > 0 ? `\nthe key was empty; the tenant's live keys: ${others.map(routeFlag).join('; ')}` : ''
       return {
-        text: `reset ${redisKey}: ${units(usage.used)} forgotten; every process asks Redis again`,
-        json: { command: 'reset', ...subject, forgottenUnits: usage.used },
+        text: `reset ${redisKey}: ${units(usage.used)} forgotten; every process asks Redis again${hint}`,
+        json: {
+          command: 'reset',
+          ...subject,
+          forgottenUnits: usage.used,
+          ...(isEmpty(usage) && { otherRoutes: others.map(otherRoute) }),
+        },
       }
+    }
     case 'pause': {
       const ms = command.forMs as number
       await limiter.pause(input, ms)
@@ -114,6 +124,11 @@ interface Usage {
   readonly pausedMs: number
 }
 
+const isEmpty = (usage: Usage) => usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
+
+/** Another live key's route as --json shows it: null for none or a hashed one. */
+const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
+
 /** A key's usage, read under the largest limit: only a pause or a block then denies one unit. */
 async function usageOf(limiter: RateLimiter, input: KeyInput): Promise<Usage> {
   const decision = await limiter.peek(input, { limit: MAX_LIMIT })
@@ -129,7 +144,9 @@ function policyOf(command: Command): Policy {
   if (name === undefined && limit === undefined) {
     throw new CliError('give the policy the key belongs to: --policy <name> --window <duration> (fleetlimit --help)', 2)
   }
-  if (window === undefined) throw new CliError('give the policy’s window: --window <duration>, such as 1m', 2)
+  if (window === undefined) {
+    throw new CliError('give the policy’s window: --window <duration>, such as 1m (fleetlimit --help)', 2)
+  }
   const options = {
     limit: limit ?? MAX_LIMIT,
     window: /^\d+$/.test(window) ? Number(window) : window,
