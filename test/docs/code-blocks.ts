@@ -2,12 +2,22 @@
 // its own, type-checks them in one TypeScript program (peer limiters' blocks in a second), and runs the apps.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import ts from 'typescript'
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+
+/** The user documentation, as paths from the repository's root: README.md, CONTRIBUTING.md and docs/*.md. */
+export const userDocs: readonly string[] = [
+  'README.md',
+  'CONTRIBUTING.md',
+  ...readdirSync(join(repoRoot, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+]
 
 /**
  * The names a fragment may use without defining them, and nothing else. A block that declares or imports one

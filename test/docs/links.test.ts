@@ -3,21 +3,14 @@
  * and a #fragment is the anchor GitHub makes for one of the linked file's headings. No Redis, no network: links
  * with a scheme (https:) are not followed.
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'chai'
-import { repoRoot } from './code-blocks.js'
+import { repoRoot, userDocs } from './code-blocks.js'
 import { headingAnchors, linkProblems, relativeLinks, slug } from './links.js'
 
-const DOCS = [
-  'README.md',
-  'CONTRIBUTING.md',
-  ...readdirSync(join(repoRoot, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`),
-]
+const DOCS = userDocs
 
 describe('docs: links', () => {
   describe('the anchors GitHub makes', () => {

@@ -43,15 +43,11 @@ import {
   runApp,
   topLevelAwaitLines,
   typeCheck,
+  userDocs,
 } from './code-blocks.js'
 
 const DOCS = [
-  'README.md',
-  'CONTRIBUTING.md',
-  ...readdirSync(join(repoRoot, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`),
+  ...userDocs,
   // Each package's own README, on its npm page.
   ...['core', 'express', 'koa', 'fastify'].map((name) => `packages/${name}/README.md`),
 ]
