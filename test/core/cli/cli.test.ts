@@ -275,6 +275,21 @@ describe('the fleetlimit command line, on a real Redis', function () {
       })
     })
 
+    it('a server that accepts the connection but answers nothing: one line and exit 1, not a hang', async () => {
+      const server = await startRedisServer()
+      server.freeze()
+      try {
+        expect(await runCli(['keys', '--redis', server.url])).to.deep.equal({
+          code: 1,
+          stdout: '',
+          stderr: `fleetlimit: cannot connect to Redis at ${server.url}: no answer within 5 s\n`,
+        })
+      } finally {
+        server.thaw()
+        await server.stop()
+      }
+    })
+
     it('a wrong password, or none, without showing the password given', async () => {
       const server = await startRedisServer(['--requirepass', 'right'])
       try {

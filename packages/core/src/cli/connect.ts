@@ -11,6 +11,9 @@ export interface Connected {
   close(): void
 }
 
+/** How long the server gets to connect, and to answer each command: a frozen server fails the command, never hangs it. */
+export const ANSWER_MS = 5_000
+
 /**
  * Connects once, with no retry and no offline queue: an operator's command fails at once with one line that
  * says why (a bad URL, a refused connection, a wrong password), instead of waiting for a server that is not there.
@@ -23,7 +26,13 @@ export async function connect(target: Target): Promise<Connected> {
     'url' in target ? [target.url] : target.seeds.map((seed) => (seed.includes('://') ? seed : `redis://${seed}`))
   const parsed = urls.map(parseUrl)
   const shown = parsed.map(hidePassword).join(', ')
-  const once = { retryStrategy: () => null, reconnectOnError: () => false, enableOfflineQueue: false } as const
+  const once = {
+    retryStrategy: () => null,
+    reconnectOnError: () => false,
+    enableOfflineQueue: false,
+    connectTimeout: ANSWER_MS,
+    commandTimeout: ANSWER_MS,
+  } as const
   const credentials = parsed.find((url) => url.password !== '' || url.username !== '')
   const auth = {
     ...(credentials?.username && { username: decodeURIComponent(credentials.username) }),
@@ -32,14 +41,14 @@ export async function connect(target: Target): Promise<Connected> {
   }
   const client =
     'url' in target
-      ? new Redis(target.url, { ...once, lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 5_000 })
+      ? new Redis(target.url, { ...once, lazyConnect: true, maxRetriesPerRequest: 0 })
       : new Cluster(
           parsed.map((url) => ({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) })),
           {
             lazyConnect: true,
             clusterRetryStrategy: () => null,
             enableOfflineQueue: false,
-            redisOptions: { ...once, ...auth, maxRetriesPerRequest: 0, connectTimeout: 5_000 },
+            redisOptions: { ...once, ...auth, maxRetriesPerRequest: 0 },
           },
         )
   // The first error is the one reported; later ones (the close that follows) are not news.
@@ -49,13 +58,19 @@ export async function connect(target: Target): Promise<Connected> {
   }
   client.on('error', remember)
   client.on('node error', remember)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const silent = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ANSWER_MS / 1000} s`)), ANSWER_MS)
+  })
   try {
-    await client.connect()
-    // A refused login can arrive after connect() resolved on some versions: a PING settles it.
-    await client.ping()
+    // A refused login can arrive after connect() resolved on some versions: a PING settles it. The ready check
+    // of a server that accepts the connection but answers nothing is not bounded by commandTimeout: the race is.
+    await Promise.race([client.connect().then(() => client.ping()), silent])
   } catch (error) {
     client.disconnect()
     throw new CliError(connectionFailure(firstError ?? error, shown))
+  } finally {
+    clearTimeout(timer)
   }
   return {
     client,

@@ -1,7 +1,7 @@
 import { parseCommand, USAGE } from './args.js'
 import { CliError } from './cli-error.js'
 import { runCommand } from './commands.js'
-import { connect } from './connect.js'
+import { ANSWER_MS, connect } from './connect.js'
 
 interface Writable {
   write(text: string): unknown
@@ -17,7 +17,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, out:
     }
     const connected = await connect(command.target)
     try {
-      const output = await runCommand(command, connected)
+      const output = await runCommand(command, connected).catch((error: unknown) => {
+        if (!(error instanceof Error && error.message === 'Command timed out')) throw error
+        throw new CliError(`Redis at ${connected.shown} did not answer a command within ${ANSWER_MS / 1000} s`)
+      })
       out.write(command.json ? `${JSON.stringify(output.json)}\n` : `${output.text}\n`)
       return 0
     } finally {
