@@ -6,6 +6,7 @@ import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
+import { childMessages } from '../support/child-messages.js'
 import { clientKinds, redisClient, type TestClient, uniquePrefix } from '../support/redis.js'
 import { redisUrl } from '../support/root-hooks.js'
 
@@ -69,17 +70,7 @@ describe('a reset or pause in one limiter reaches every local tier on the store'
     })
     const client = redisClient()
     try {
-      // Every message kept as it comes: one may arrive while the test awaits something else.
-      const messages: Record<string, unknown>[] = []
-      let arrived = () => {}
-      child.on('message', (message: Record<string, unknown>) => {
-        messages.push(message)
-        arrived()
-      })
-      const next = async () => {
-        while (messages.length === 0) await new Promise<void>((resolve) => (arrived = resolve))
-        return messages.shift() as Record<string, unknown>
-      }
+      const { next } = childMessages(child)
       child.send({ redisUrl: redisUrl(), prefix })
       expect(await next()).to.deep.equal({ type: 'denied', sources: ['store', 'store', 'store', 'local'] })
       const here = createRateLimiter({ store: redisStore(client, { prefix }), ...policy })

@@ -5,6 +5,7 @@ import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/cor
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
+import { childMessages } from '../../support/child-messages.js'
 import { runCli } from '../../support/cli.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { redisUrl } from '../../support/root-hooks.js'
@@ -173,24 +174,8 @@ describe('the fleetlimit command line, on a real Redis', function () {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     try {
-      const messages: Record<string, unknown>[] = []
-      let arrived = () => {}
-      child.on('message', (message: Record<string, unknown>) => {
-        messages.push(message)
-        arrived()
-      })
-      let exited = false
-      const exit = once(child, 'exit').then(() => {
-        exited = true
-        arrived()
-      })
-      const next = async () => {
-        while (messages.length === 0) {
-          if (exited) throw new Error('the child process exited before it reported')
-          await new Promise<void>((resolve) => (arrived = resolve))
-        }
-        return messages.shift() as Record<string, unknown>
-      }
+      const { next } = childMessages(child)
+      const exit = once(child, 'exit')
       // A deadline a busy machine does not miss: the child's decisions must come from Redis.
       child.send({ redisUrl: redisUrl(), prefix, timeoutMs: 5_000 })
       expect(await next()).to.deep.equal({ type: 'denied', sources: ['store', 'store', 'store', 'local'] })
