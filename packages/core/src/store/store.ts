@@ -19,6 +19,41 @@ export interface WindowRequest {
    * the call's units when the call is admitted and it has room itself.
    */
   readonly shadow?: boolean
+  /**
+   * An in-flight window: at most `limit` slots held at once, each a lease that ends `windowMs` after it was taken
+   * (its TTL) unless freed or extended first. A consume takes one slot, whatever its `cost`; its result's `recorded`
+   * is the slot's id, which `free` and `extend` name. A denial's `retryAfterMs` is the wait until the soonest slot
+   * expires; `resetMs` until the last one does.
+   */
+  readonly slots?: boolean
+}
+
+/** A slot of an in-flight window to free or extend: the window's key and the slot's id (a result's `recorded`). */
+export interface SlotRequest {
+  readonly key: string
+  readonly slot: number
+}
+
+/**
+ * A window to settle an admission in: as for a refund, plus `delta`, the units to add at the admission's time
+ * (negative: to give back).
+ */
+export interface SettleRequest {
+  readonly key: string
+  readonly windowMs: number
+  readonly recorded: number
+  readonly delta: number
+}
+
+/**
+ * What a store's settle did: 'settled' (every window's delta applied, or none had its entry left: see `used`),
+ * 'already-settled' (a settle of the same id was applied before: nothing changed), 'expired' (no window still
+ * holds the admission's entry: nothing changed), 'too-deep' (an entry has more than MAX_REFUND_TAIL entries after
+ * it: nothing changed). `used`: the units each window holds now, after the settle, in the requests' order.
+ */
+export interface StoreSettle {
+  readonly outcome: 'settled' | 'already-settled' | 'expired' | 'too-deep'
+  readonly used: readonly number[]
 }
 
 /** A window to take a refund from: its key and window (and buckets), and when the units were recorded there. */
@@ -122,6 +157,27 @@ export interface Store {
    * remote store applies nothing after `deadline.at`, as for consume.
    */
   refund?(requests: readonly RefundRequest[], units: number, id: string, deadline?: Deadline): Promise<StoreRefund>
+  /**
+   * Frees slots of in-flight windows; returns how many were still held (a slot freed before, or expired, is not).
+   * Every process's `onSlotFree` listeners hear of each key that had a slot freed.
+   */
+  free?(slots: readonly SlotRequest[]): Promise<number>
+  /**
+   * Keeps slots held until `ms` from now (a slot held longer keeps its end); returns how many were still held
+   * (a freed or expired slot is not taken again).
+   */
+  extend?(slots: readonly SlotRequest[], ms: number): Promise<number>
+  /**
+   * Adds each request's `delta` units (negative: gives them back, at most what the entry holds) at the time they
+   * were recorded, in one atomic step, if the entry is still in its window: an admission settled to its true cost.
+   * At most once per `id` (a retry after a timeout sends the same id); nothing is applied after `deadline.at`.
+   */
+  settle?(requests: readonly SettleRequest[], id: string, deadline?: Deadline): Promise<StoreSettle>
+  /**
+   * Tells `listener` (held weakly, as for onKeyChange) of every slot freed through this store in any process, with
+   * the keys (without the prefix); `undefined` when messages may have been missed.
+   */
+  onSlotFree?(listener: (keys: readonly string[] | undefined) => void): void
   /** For a remote store: false while its connection is down, so that limiters do not send at all. */
   isConnected?(): boolean
   /**
