@@ -3,17 +3,31 @@ import { QueueFullError, RateLimitTimeoutError } from '../common/errors.js'
 import { startTimer, type Timer } from '../common/timer.js'
 import type { Decision } from './decision.js'
 
-/** Waits for `target` (the store keys of one call), queued under `queueKey`. */
+/**
+ * Waits for `target` (the store keys of one call), queued under `queueKey`. `costs`: the call's cost in each
+ * window when they differ (`cost` is then the largest, which orders the queue).
+ */
 export type Acquire<T> = (
   queueKey: string,
   target: T,
   cost: number,
   maxWaitMs: number,
   signal?: AbortSignal,
+  costs?: readonly number[],
 ) => Promise<Decision>
+
+export interface AcquireQueue<T> {
+  readonly acquire: Acquire<T>
+  /**
+   * Room may have been freed on the queue's keys (a slot released): a sleeping queue asks again now, and one that
+   * is asking asks again once its answers are in, whatever they said.
+   */
+  wake(queueKey: string): void
+}
 
 interface Waiter {
   readonly cost: number
+  readonly costs: readonly number[] | undefined
   readonly deadline: number
   readonly maxWaitMs: number
   settled: boolean
@@ -41,6 +55,8 @@ interface KeyQueue<T> {
   /** When the sleeping queue asks again (0 while it is not sleeping), and how to wake it early. */
   wakeAt: number
   wake: (() => void) | undefined
+  /** Counts wake() calls: a batch's denials made before the last one are stale. */
+  freed: number
 }
 
 type Outcome = { readonly decision: Decision } | { readonly error: unknown }
@@ -60,10 +76,16 @@ const now = () => performance.now()
  * falls before the known wait is rejected at once.
  */
 export function createAcquireQueue<T>(
-  decide: (target: T, cost: number) => Promise<Decision>,
-  options: { readonly maxQueue: number; readonly refund: (decision: Decision) => void },
-): Acquire<T> {
-  const { maxQueue, refund } = options
+  decide: (target: T, cost: number, costs: readonly number[] | undefined) => Promise<Decision>,
+  options: {
+    readonly maxQueue: number
+    readonly refund: (decision: Decision) => void
+    /** A queue is made for a key's first waiter, and dropped once it has none left. */
+    readonly onStart?: (queueKey: string, target: T) => void
+    readonly onIdle?: (queueKey: string) => void
+  },
+): AcquireQueue<T> {
+  const { maxQueue, refund, onStart, onIdle } = options
   const queues = new Map<string, KeyQueue<T>>()
   const watchAbort = createAbortWatch()
 
@@ -186,6 +208,7 @@ export function createAcquireQueue<T>(
     const denials: Denial[] = []
     let remaining = Number.POSITIVE_INFINITY
     let applied = 0
+    const freed = queue.freed
     return new Promise((done) => {
       const apply = (waiter: Waiter, outcome: Outcome) => {
         if ('error' in outcome) {
@@ -202,14 +225,15 @@ export function createAcquireQueue<T>(
         outcomes[index] = outcome
         for (let next = outcomes[applied]; next; next = outcomes[applied]) apply(chosen[applied++] as Waiter, next)
         if (applied < chosen.length) return
-        queue.denials = denials
+        // Room freed while these were asked for may have come after the store's answers: ask again.
+        queue.denials = queue.freed === freed ? denials : []
         // After a denial the room left is unknown for a smaller cost: the head asks alone.
         queue.budget = denials.length > 0 || remaining === Number.POSITIVE_INFINITY ? undefined : remaining
         done()
       }
       chosen.forEach((waiter, index) => {
         // The executor turns a synchronous throw into a rejection.
-        new Promise<Decision>((resolve) => resolve(decide(queue.target, waiter.cost))).then(
+        new Promise<Decision>((resolve) => resolve(decide(queue.target, waiter.cost, waiter.costs))).then(
           (decision) => arrive(index, { decision }),
           (error: unknown) => arrive(index, { error }),
         )
@@ -231,9 +255,19 @@ export function createAcquireQueue<T>(
       await ask(queue, batch(queue, first))
     }
     queues.delete(queueKey)
+    onIdle?.(queueKey)
   }
 
-  return (queueKey, target, cost, maxWaitMs, signal) =>
+  function wake(queueKey: string): void {
+    const queue = queues.get(queueKey)
+    if (!queue) return
+    queue.freed++
+    queue.denials = []
+    queue.budget = undefined
+    queue.wake?.()
+  }
+
+  const acquire: Acquire<T> = (queueKey, target, cost, maxWaitMs, signal, costs) =>
     new Promise<Decision>((resolve, reject) => {
       if (signal?.aborted) {
         reject(signal.reason)
@@ -252,11 +286,12 @@ export function createAcquireQueue<T>(
       }
       const idle = queue === undefined
       if (!queue) {
-        queue = { target, waiters: [], live: 0, budget: undefined, denials: [], wakeAt: 0, wake: undefined }
+        queue = { target, waiters: [], live: 0, budget: undefined, denials: [], wakeAt: 0, wake: undefined, freed: 0 }
         queues.set(queueKey, queue)
+        onStart?.(queueKey, target)
       }
       const owner = queue
-      const waiter: Waiter = { cost, deadline, maxWaitMs, settled: false, resolve, reject }
+      const waiter: Waiter = { cost, costs, deadline, maxWaitMs, settled: false, resolve, reject }
       if (Number.isFinite(maxWaitMs)) {
         const expire = () => {
           // A wake due at this same instant goes first: a wait ending exactly at the deadline is within it.
@@ -277,4 +312,6 @@ export function createAcquireQueue<T>(
       queue.live++
       if (idle) void pump(queueKey, queue)
     })
+
+  return { acquire, wake }
 }

@@ -23,6 +23,11 @@ export interface Decision {
   readonly shadowDenied?: boolean
   /** In `policies`: this policy is in shadow mode, so its `allowed` did not decide the call. */
   readonly shadow?: boolean
+  /**
+   * On an admission that holds in-flight slots: keeps them held `ms` from now (default: the slot life), for a
+   * call that runs long. Resolves false once they are gone (released, or expired). Not enumerable.
+   */
+  readonly extend?: (ms?: number | string) => Promise<boolean>
 }
 
 /** A policy's decision from its window's result under `limit`; a fallback decision reports the fallback limit. */

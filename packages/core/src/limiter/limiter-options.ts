@@ -8,6 +8,7 @@ import {
   bareDurations,
   checkCost,
   definePolicy,
+  MAX_LIMIT,
   POLICY_OPTION_NAMES,
   POLICY_OPTIONS,
   type Policy,
@@ -51,15 +52,19 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
   for (const policy of policies) warnBareDurations(policy, logger)
-  const defaultCost = Math.max(...policies.map((p) => p.cost))
-  const maxCost = Math.min(...policies.map((p) => p.limit))
+  // Costs count in rate windows; an in-flight window takes one slot, whatever the cost.
+  const rates = policies.filter((p) => p.concurrency === undefined)
+  const defaultCost = rates.length === 0 ? 1 : Math.max(...rates.map((p) => p.cost))
+  const maxCost = rates.length === 0 ? MAX_LIMIT : Math.min(...rates.map((p) => p.limit))
+  const local = resolveLocal(options.local, first.limit, first.window)
   const check = (cost: unknown) => checkCost(cost, 'cost', maxCost)
   if (policies.length > 1) check(defaultCost)
   return Object.freeze({
     policies,
     store,
     logger,
-    local: resolveLocal(options.local, first.limit, first.window),
+    // Slots come back at any release, anywhere: a cached denial or a lease would outlive the answer it keeps.
+    local: policies.length > rates.length ? undefined : local,
     maxQueue: checkInteger(options.maxQueue ?? 1_000, 'maxQueue', 1, 10_000_000),
     timeoutMs: Math.min(...policies.map((p) => p.timeoutMs)),
     failClosed: policies.some((p) => p.onStoreError === 'fail-closed'),

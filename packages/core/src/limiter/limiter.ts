@@ -6,8 +6,16 @@ import { checkInteger, checkOptionNames, isPlainObject } from '../common/validat
 import type { BreakerState } from '../store/circuit-breaker.js'
 import { type ConsumeNow, consumeNowOf, type EntrySlot } from '../store/memory-store.js'
 import { serversOf } from '../store/server-set.js'
-import type { Lease, RefundRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
+import type { Lease, RefundRequest, SlotRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
+import {
+  createAfterCall,
+  type Receipt,
+  type ReleaseResult,
+  type SettleOptions,
+  type SettleResult,
+  unitsOf,
+} from './after-call.js'
 import { combine, type Decision, enforce, toDecision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
 import { buildKey, type KeyInput } from './keys.js'
@@ -69,13 +77,6 @@ class Receipted extends Stamp {
   }
 }
 
-/** What an admission recorded, for refund(): removed from these windows, `units` each. */
-interface Receipt {
-  readonly id: string
-  readonly requests: readonly RefundRequest[]
-  readonly units: number
-}
-
 /** Where a refund of units recorded at `recorded` in a window takes them from. */
 function refundRequestOf({ key, policy }: Window, recorded: number): RefundRequest {
   const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
@@ -94,6 +95,12 @@ class WindowReceipt implements Receipt {
   get requests(): readonly RefundRequest[] {
     return [refundRequestOf(this.window, this.recorded)]
   }
+  get names(): readonly string[] {
+    return [this.window.policy.name]
+  }
+  get limits(): readonly number[] {
+    return [this.window.limit]
+  }
 }
 
 /** The tenant ready() peeks at: a peek records nothing, so any key would do. */
@@ -108,13 +115,17 @@ const CACHED_CALLS = 16_384
  */
 interface Call extends EntrySlot {
   readonly windows: readonly Window[]
+  /** The call's cost; with `costs`, the largest of them. */
   readonly cost: number
+  /** The cost in each window, when they differ (a cost map); an in-flight window's is 1, its one slot. */
+  readonly costs: readonly number[] | undefined
   requests: WindowRequest[] | undefined
 }
 
-const newCall = (windows: readonly Window[], cost: number): Call => ({
+const newCall = (windows: readonly Window[], cost: number, costs?: readonly number[]): Call => ({
   windows,
   cost,
+  costs,
   requests: undefined,
   entry: undefined,
 })
@@ -135,9 +146,16 @@ export interface PeekOptions {
   limit?: CallLimit
 }
 
+/** A call's cost: a whole number, or with several policies a map from policy name to cost. */
+export type CallCost = number | Readonly<Record<string, number>>
+
 export interface ConsumeOptions extends PeekOptions {
-  /** Units this call consumes. Default: the policy's `cost` (1). */
-  cost?: number
+  /**
+   * Units this call consumes. Default: the policy's `cost` (1). With several policies, a map from policy name to
+   * cost gives each its own (a policy left out takes its `cost`), such as requests and tokens per minute. An
+   * in-flight policy takes one slot, whatever the cost.
+   */
+  cost?: CallCost
 }
 
 export interface AcquireOptions extends ConsumeOptions {
@@ -244,6 +262,19 @@ export interface RateLimiter {
    */
   refund(decision: Decision): Promise<RefundResult>
   /**
+   * Gives back the in-flight slots an admitted decision holds, at once, in every process (a waiting `acquire`
+   * anywhere is woken). Once per decision however often it is asked; a denied, forged or foreign decision, or one
+   * without slots, gives back nothing and says so.
+   */
+  release(decision: Decision): Promise<ReleaseResult>
+  /**
+   * Sets an admitted decision's units to its true cost, once known, in one atomic step: less gives the difference
+   * back exactly; more records the extra at the decision's time, so later calls wait for it (a window may go over
+   * its limit: `overLimit` says by how much). Once per decision; the same settle sent again (a retry after a
+   * timeout) changes nothing more.
+   */
+  settle(decision: Decision, options: SettleOptions): Promise<SettleResult>
+  /**
    * Denies every call on the key, in every process, for `ms` (ms or a duration string): `retryAfterMs` is the pause
    * left. A longer pause in place stays. Other processes drop their cached denials and leases of the key on its message.
    */
@@ -307,7 +338,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const counters = { decisions: 0, allowed: 0, denied: 0, shadowDenied: 0, refundedUnits: 0, degraded: 0 }
   // Leases reserve units of one sliding log; other calls only use the deny cache. A policy with a block denies
   // through the store, which starts the block.
-  const leasable = policies.length === 1 && first.algorithm === 'sliding-log' && first.blockFor === 0
+  const leasable =
+    policies.length === 1 && first.algorithm === 'sliding-log' && first.blockFor === 0 && !first.concurrency
+  const slotPolicies = policies.filter((p) => p.concurrency !== undefined)
+  /** What `decision.extend()` keeps slots for by default: the longest slot life of the policies. */
+  const slotTtlMs = Math.max(0, ...slotPolicies.map((p) => p.window))
   const { local } = config
   const tier = local && createLocalTier(leasable ? local : { ...local, lease: false }, first, store)
 
@@ -328,12 +363,21 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     windows.length === 1 ? (windows[0] as Window).limit : windows.map((w) => w.limit).join(',')
 
   // Plain assignments, not conditional spreads: this runs for every decision.
-  const requestsOf = (windows: readonly Window[], cost: number): WindowRequest[] =>
-    windows.map(({ policy, key, limit }) => {
-      const request: Mutable<WindowRequest> = { key, limit, windowMs: policy.window, cost }
+  const requestsOf = (windows: readonly Window[], cost: number, costs?: readonly number[]): WindowRequest[] =>
+    windows.map(({ policy, key, limit }, i) => {
+      const request: Mutable<WindowRequest> = {
+        key,
+        limit,
+        windowMs: policy.window,
+        cost: costs ? (costs[i] as number) : cost,
+      }
       if (policy.buckets !== undefined) request.buckets = policy.buckets
       if (policy.blockFor > 0) request.blockMs = policy.blockFor
       if (policy.shadow) request.shadow = true
+      if (policy.concurrency !== undefined) {
+        request.slots = true
+        request.cost = 1
+      }
       return request
     })
 
@@ -365,9 +409,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (decision.allowed) counters.allowed++
     else counters.denied++
     if (decision.shadowDenied) counters.shadowDenied++
-    if (receipt && decision.allowed && (fresh || !Receipted.has(decision))) new Receipted(decision, receipt, owner)
+    if (receipt && decision.allowed && (fresh || !Receipted.has(decision))) {
+      new Receipted(decision, receipt, owner)
+      if (receipt.slots) holdSlots(decision)
+    }
     events.emit('decision', decision)
     return decision
+  }
+
+  /** A decision that holds slots gets `extend(ms)`, not enumerable: a spread or JSON of it does not carry it. */
+  function holdSlots(decision: Decision): void {
+    const extend = (ms?: number | string) => afterCall.extend(decision, ms, slotTtlMs)
+    Object.defineProperty(decision, 'extend', { value: extend, configurable: true })
   }
 
   async function degrade(windows: readonly Window[], cost: number, error: unknown): Promise<Decision> {
@@ -413,7 +466,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
   // A memory store decides at once: a call that no lease can serve is decided without a promise in between.
   const leases = tier !== undefined && leasable && local?.lease !== false
-  const consumeNow = leases ? undefined : consumeNowOf(store)
+  const consumeNow = leases || slotPolicies.length > 0 ? undefined : consumeNowOf(store)
+
+  /** decide() for a call whose windows take different costs: asked of the store, which the local tier cannot answer. */
+  async function decideCosts(windows: readonly Window[], cost: number, costs: readonly number[]): Promise<Decision> {
+    let made: Made
+    try {
+      made = await consume(idOf(windows), windows, cost, costs)
+    } catch (error) {
+      return degrade(windows, cost, error)
+    }
+    return count(made.decision, made.receipt)
+  }
 
   /** decide() on a memory store, for a limiter without leases: the same steps, with the store's answer at once. */
   function decideNow(call: Call, now: ConsumeNow): Promise<Decision> {
@@ -444,21 +508,53 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return Promise.resolve(count(decision, receipt, true))
   }
 
-  async function consume(id: string, windows: readonly Window[], cost: number): Promise<Made> {
-    const results = await caller.ask(keyOf(windows), (deadline) => store.consume(requestsOf(windows, cost), deadline))
-    return madeOf(id, windows, cost, results)
+  async function consume(
+    id: string,
+    windows: readonly Window[],
+    cost: number,
+    costs?: readonly number[],
+  ): Promise<Made> {
+    const results = await caller.ask(keyOf(windows), (deadline) =>
+      store.consume(requestsOf(windows, cost, costs), deadline),
+    )
+    return madeOf(id, windows, cost, results, costs)
   }
 
-  /** The decision a store's results make, and what a refund of it removes. */
-  function madeOf(id: string, windows: readonly Window[], cost: number, results: readonly WindowResult[]): Made {
-    if (results.length === 1) return madeOne(id, results[0] as WindowResult, windows[0] as Window, cost)
+  /** The decision a store's results make, and what a refund, a settle or a release of it changes. */
+  function madeOf(
+    id: string,
+    windows: readonly Window[],
+    cost: number,
+    results: readonly WindowResult[],
+    costs?: readonly number[],
+  ): Made {
+    if (results.length === 1 && slotPolicies.length === 0) {
+      return madeOne(id, results[0] as WindowResult, windows[0] as Window, cost)
+    }
     const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
     const requests: RefundRequest[] = []
+    const names: string[] = []
+    const limits: number[] = []
+    const units: number[] = []
+    const slots: SlotRequest[] = []
     for (let i = 0; i < results.length; i++) {
       const { recorded } = results[i] as WindowResult
-      if (recorded !== undefined) requests.push(refundRequestOf(windows[i] as Window, recorded))
+      if (recorded === undefined) continue
+      const window = windows[i] as Window
+      if (window.policy.concurrency !== undefined) {
+        slots.push({ key: window.key, slot: recorded })
+        continue
+      }
+      requests.push(refundRequestOf(window, recorded))
+      names.push(window.policy.name)
+      limits.push(window.limit)
+      units.push(costs ? (costs[i] as number) : cost)
     }
-    return requests.length === 0 ? { decision } : { decision, receipt: { id, requests, units: cost } }
+    if (requests.length === 0 && slots.length === 0) return { decision }
+    const receipt: Mutable<Receipt> = { id, requests, units: cost, names, limits }
+    if (costs) receipt.costs = units
+    if (slots.length > 0) receipt.slots = slots
+    return { decision, receipt }
   }
 
   /** consume() for one window: the same decision and receipt, with no array of decisions to combine. */
@@ -564,14 +660,35 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     if (options === undefined) return defaultCall(key)
     checkOptionNames(options, 'options', accepted)
     const limits = resolveLimits(options.limit)
+    if (typeof options.cost === 'object' && options.cost !== null && policies.length > 1) {
+      const costs = resolveCosts(options.cost, limits)
+      return newCall(windowsOf(key, limits), Math.max(...costs), costs)
+    }
     const cost = options.cost === undefined ? defaultCost : config.checkCost(options.cost)
-    if (limits) checkCost(cost, 'cost', Math.min(...limits))
+    if (limits) checkCost(cost, 'cost', Math.min(...limits.filter((_, i) => !policies[i]?.concurrency)))
     return newCall(windowsOf(key, limits), cost)
+  }
+
+  /** A cost map's cost in each window: a policy left out takes its own; an in-flight window takes its one slot. */
+  function resolveCosts(value: object, limits: readonly number[] | undefined): number[] {
+    if (!isPlainObject(value)) {
+      throw new OptionError('cost', value, `a plain object from policy name (${policyNames.join(', ')}) to cost`)
+    }
+    checkOptionNames(value, 'cost', policyNames)
+    const byName = value as Record<string, unknown>
+    return policies.map((p, i) => {
+      if (p.concurrency !== undefined) return 1
+      const given = Object.hasOwn(byName, p.name) ? byName[p.name] : undefined
+      return given === undefined ? p.cost : checkCost(given, `cost.${p.name}`, limits ? (limits[i] as number) : p.limit)
+    })
   }
 
   /** Sends a receipt's refund under its id; a failure says whether its units stayed (see StoreCaller.failure). */
   async function sendRefund(receipt: Receipt, id: string): Promise<RefundResult> {
     tier?.forgetDenial(receipt.id)
+    await afterCall.settling(receipt)
+    const settled = afterCall.settledCosts(receipt)
+    if ((receipt.costs || settled) && store.settle) return sendRefundBySettle(receipt, settled, id)
     const key = (receipt.requests[0] as RefundRequest).key
     const storeRefund = (store.refund as NonNullable<Store['refund']>).bind(store)
     const result = await caller
@@ -583,10 +700,39 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return result
   }
 
+  /** A refund of units that differ by window (a cost map, or a settle): a settle of each back to none. */
+  async function sendRefundBySettle(
+    receipt: Receipt,
+    settled: readonly number[] | undefined,
+    id: string,
+  ): Promise<RefundResult> {
+    const units = receipt.requests.map((_, i) => unitsOf(receipt, settled, i))
+    const requests = receipt.requests.map(({ key, windowMs, recorded }, i) => ({
+      key,
+      windowMs,
+      recorded,
+      delta: -(units[i] as number),
+    }))
+    const key = (requests[0] as RefundRequest).key
+    const settle = (store.settle as NonNullable<Store['settle']>).bind(store)
+    const { outcome } = await caller
+      .ask(key, (deadline) => settle(requests, id, deadline))
+      .catch((error: unknown) => {
+        throw caller.failure(error, key, { refundUnits: Math.max(...units) })
+      })
+    if (outcome !== 'settled')
+      return { units: 0, outcome: outcome === 'already-settled' ? 'already-refunded' : outcome }
+    const most = Math.max(...units)
+    counters.refundedUnits += most
+    return { units: most, outcome: 'refunded' }
+  }
+
   /** limiter.refund: once per receipt, however often it is asked. */
   async function refund(decision: Decision): Promise<RefundResult> {
     const receipt = receiptOf(decision)
-    if (!receipt) return { units: 0, outcome: decision?.allowed === false ? 'denied' : 'not-refundable' }
+    if (!receipt || receipt.requests.length === 0) {
+      return { units: 0, outcome: decision?.allowed === false ? 'denied' : 'not-refundable' }
+    }
     if (!store.refund) return { units: 0, outcome: 'not-refundable' }
     let state = asked.get(receipt)
     if (state?.pending) {
@@ -609,8 +755,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     }
   }
 
-  // An admission whose waiter gave up is refunded; a failure is logged once an outage (StoreCaller.failure).
-  const refundUnused = (decision: Decision) => void refund(decision).catch(() => {})
+  // An admission whose waiter gave up is refunded and its slots released; a failure is logged once an outage
+  // (StoreCaller.failure).
+  const refundUnused = (decision: Decision) => {
+    void refund(decision).catch(() => {})
+    void afterCall.release(decision).catch(() => {})
+  }
 
   /**
    * An admission whose units count `transitMs` longer: one lease of exactly its cost, recorded at now + transitMs
@@ -631,13 +781,41 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return count(decision, leaseReceipt(key, key, result.lease, cost))
   }
 
-  const acquireInQueue = createAcquireQueue(
-    (target: { windows: readonly Window[]; transitMs: number }, cost: number) =>
+  const acquireQueue = createAcquireQueue(
+    (target: { windows: readonly Window[]; transitMs: number }, cost: number, costs: readonly number[] | undefined) =>
       target.transitMs > 0
         ? decideInTransit(target.windows[0] as Window, cost, target.transitMs)
-        : decide(target.windows, cost),
-    { maxQueue: config.maxQueue, refund: refundUnused },
+        : costs
+          ? decideCosts(target.windows, cost, costs)
+          : decide(target.windows, cost),
+    {
+      maxQueue: config.maxQueue,
+      refund: refundUnused,
+      onStart: (queueKey, { windows }) => slotWaits.add(queueKey, windows),
+      onIdle: (queueKey) => slotWaits.forget(queueKey),
+    },
   )
+  // Queues of this process that wait on slot keys: a slot freed on one (a release here, or the store's message of
+  // one anywhere) wakes them, so that a freed slot is taken within a round trip, with no polling.
+  const slotWaits = createSlotWaits(acquireQueue.wake)
+  if (slotPolicies.length > 0) {
+    store.onSlotFree?.(slotWaits.freed)
+    // A reset frees every slot of its key.
+    store.onKeyChange?.(slotWaits.freed)
+  }
+
+  const afterCall = createAfterCall({
+    store,
+    ask: (key, send) => caller.ask(key, send),
+    failure: (error, key) => caller.failure(error, key),
+    receiptOf,
+    async refunded(receipt) {
+      const state = asked.get(receipt)
+      await state?.pending?.catch(() => {})
+      return state?.answer?.outcome === 'refunded'
+    },
+    freed: slotWaits.freed,
+  })
 
   return {
     policy: first,
@@ -653,10 +831,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       } catch (error) {
         return Promise.reject(error)
       }
+      if (call.costs) return decideCosts(call.windows, call.cost, call.costs)
       return consumeNow ? decideNow(call, consumeNow) : decide(call.windows, call.cost)
     },
     async acquire(key, options) {
-      const { windows, cost } = resolveCall(key, options, ACQUIRE_OPTIONS)
+      const { windows, cost, costs } = resolveCall(key, options, ACQUIRE_OPTIONS)
       const maxWait = options?.maxWaitMs
       const maxWaitMs =
         maxWait === undefined || maxWait === Number.POSITIVE_INFINITY
@@ -677,7 +856,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           'a limiter of one sliding-log policy without blockFor (give a longer window as the margin instead)',
         )
       }
-      return acquireInQueue(transitMs > 0 ? `${id}#transit` : id, { windows, transitMs }, cost, maxWaitMs, signal)
+      const queueKey = transitMs > 0 ? `${id}#transit` : id
+      return acquireQueue.acquire(queueKey, { windows, transitMs }, cost, maxWaitMs, signal, costs)
     },
     async peek(key, options) {
       if (options !== undefined) checkOptionNames(options, 'options', ['limit'])
@@ -699,18 +879,27 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         .catch((error: unknown) => {
           throw caller.failure(error, keyOf(windows))
         })
+      slotWaits.freed(windows.map((w) => w.key))
     },
     refund,
+    release: (decision) => afterCall.release(decision),
+    settle: (decision, options) => afterCall.settle(decision, options),
     async pause(key, ms) {
       const duration = parseDuration(ms, 'pause(key, ms)', { max: MAX_HOLD_MS })
       const windows = windowsOf(key, undefined)
       // This process's cached denials and leases on the key end now; the store holds the key for every process.
       tier?.forget(idOf(windows))
-      const holds = windows.map(({ key, policy }) => ({
-        key,
-        windowMs: policy.window,
-        ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-      }))
+      // Slots are not held: a paused key's calls are denied by its rate windows.
+      const holds = windows
+        .filter(({ policy }) => policy.concurrency === undefined)
+        .map(({ key, policy }) => ({
+          key,
+          windowMs: policy.window,
+          ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+        }))
+      if (holds.length === 0) {
+        throw new OptionError('pause(key, ms)', key, 'a limiter with a rate policy: in-flight slots are not paused')
+      }
       await caller
         .ask(keyOf(windows), () => store.hold(holds, duration))
         .catch((error: unknown) => {
@@ -736,5 +925,46 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       breakerOpenings: (servers?.openings ?? 0) - openingsAtStart,
     }),
     on: events.on,
+  }
+}
+
+/** Which acquire queues wait on which slot keys, so that a slot freed on a key wakes exactly those. */
+function createSlotWaits(wake: (queueKey: string) => void) {
+  const queuesByKey = new Map<string, Set<string>>()
+  const keysByQueue = new Map<string, readonly string[]>()
+  return {
+    /** A queue waits on its windows' slot keys (none for a call without in-flight windows). */
+    add(queueKey: string, windows: readonly Window[]): void {
+      if (keysByQueue.has(queueKey)) return
+      const keys = windows.filter((w) => w.policy.concurrency !== undefined).map((w) => w.key)
+      if (keys.length === 0) return
+      keysByQueue.set(queueKey, keys)
+      for (const key of keys) {
+        let queues = queuesByKey.get(key)
+        if (!queues) {
+          queues = new Set()
+          queuesByKey.set(key, queues)
+        }
+        queues.add(queueKey)
+      }
+    },
+    forget(queueKey: string): void {
+      const keys = keysByQueue.get(queueKey)
+      if (!keys) return
+      keysByQueue.delete(queueKey)
+      for (const key of keys) {
+        const queues = queuesByKey.get(key)
+        queues?.delete(queueKey)
+        if (queues?.size === 0) queuesByKey.delete(key)
+      }
+    },
+    /** Slots were freed on `keys`; undefined: on any key (messages may have been missed). */
+    freed(keys: readonly string[] | undefined): void {
+      if (keys === undefined) {
+        for (const queueKey of [...keysByQueue.keys()]) wake(queueKey)
+        return
+      }
+      for (const key of keys) for (const queueKey of [...(queuesByKey.get(key) ?? [])]) wake(queueKey)
+    },
   }
 }

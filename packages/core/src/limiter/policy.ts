@@ -23,10 +23,20 @@ export interface FallbackOptions {
 }
 
 export interface PolicyOptions {
-  /** The most units admitted in any window: a positive whole number. */
-  limit: number
-  /** The window length: ms, or '250ms' | '10s' | '1m' | '1h' | '1d'. */
-  window: Duration
+  /** The most units admitted in any window: a positive whole number. Required, unless `concurrency` is given. */
+  limit?: number
+  /** The window length: ms, or '250ms' | '10s' | '1m' | '1h' | '1d'. Required, unless `concurrency` is given. */
+  window?: Duration
+  /**
+   * An in-flight policy instead of a rate: at most this many calls in flight per key, fleet-wide. An admission
+   * takes a slot, which `limiter.release(decision)` (or the adapter, at the end of the request) gives back.
+   */
+  concurrency?: number
+  /**
+   * For `concurrency`: how long a slot is held unless released or extended (`decision.extend(ms)`), so that the
+   * slots of a process that died or hung come back. Default 60000 (1 minute).
+   */
+  slotTtlMs?: Duration
   /** Part of every key and of the RateLimit-Policy header. Default: `<limit>-per-<window ms>ms`. */
   name?: string
   /** Units one call consumes unless the call says otherwise. Default 1. */
@@ -59,9 +69,14 @@ export interface PolicyOptions {
 /** A validated, frozen policy. Its fields are valid options, so `{ store, ...policy }` builds a limiter. */
 export interface Policy {
   readonly name: string
+  /** The most units in a window; for an in-flight policy, its `concurrency`. */
   readonly limit: number
-  /** The window in ms. */
+  /** The window in ms; for an in-flight policy, its `slotTtlMs`. */
   readonly window: number
+  /** Set for an in-flight policy: the most calls in flight per key. */
+  readonly concurrency?: number
+  /** Set for an in-flight policy: a slot's life in ms unless released or extended. */
+  readonly slotTtlMs?: number
   readonly cost: number
   readonly scope: PolicyScope
   readonly algorithm: Algorithm
@@ -80,6 +95,8 @@ export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
   name: true,
   limit: true,
   window: true,
+  concurrency: true,
+  slotTtlMs: true,
   cost: true,
   scope: true,
   algorithm: true,
@@ -99,6 +116,8 @@ export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
 export const POLICY_ACCEPTS: { readonly [K in Exclude<keyof PolicyOptions, 'limit' | 'cost'>]-?: string } = {
   name: '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit',
   window: "a duration such as 60000 or '1m'",
+  concurrency: 'a whole number from 1 to 1000000',
+  slotTtlMs: "a duration such as 60000 or '1m'",
   scope: '"route" or "tenant"',
   algorithm: '"sliding-log" or "bucketed"',
   buckets: 'a whole number from 1 to 3600',
@@ -156,10 +175,12 @@ export function checkCost(value: unknown, option: string, limit: number): number
  * The policy's part of its keys: its name and how its window is kept (algorithm, format version, length, and
  * buckets), so that two policies that keep windows differently never share a key, whatever their names, and
  * two versions of fleetlimit that keep a window in different formats never share one (`sl1` was a sorted set,
- * `sl2` a packed log of 10-byte entries, `sl3` is lua/sliding-log.lua's log of 9-byte entries). `~` is not
+ * `sl2` a packed log of 10-byte entries, `sl3` is lua/sliding-log.lua's log of 9-byte entries, `if1` its sorted set
+ * of in-flight slots). `~` is not
  * allowed in names, so the parts cannot run together.
  */
 export function policyKeyName(policy: Policy): string {
+  if (policy.concurrency !== undefined) return `${policy.name}~if1-${policy.window}`
   return policy.algorithm === 'bucketed'
     ? `${policy.name}~bw1-${policy.window}-${policy.buckets}`
     : `${policy.name}~sl3-${policy.window}`
@@ -194,6 +215,9 @@ export function definePolicy(options: PolicyOptions): Policy {
 /** Validates the policy fields of an options object whose names were already checked. */
 export function resolvePolicy(options: PolicyOptions): Policy {
   if (resolved.has(options as Policy)) return options as Policy
+  if (options.concurrency !== undefined) return resolveInFlightPolicy(options)
+  if (options.slotTtlMs !== undefined)
+    throw new OptionError('slotTtlMs', options.slotTtlMs, 'no slotTtlMs without `concurrency`')
   if (options.limit === undefined) throw new OptionError('limit', undefined, 'a whole number from 1 to 1000000000')
   if (options.window === undefined) throw new OptionError('window', undefined, "a duration such as 60000 or '1m'")
   const limit = checkInteger(options.limit, 'limit', 1, MAX_LIMIT)
@@ -229,7 +253,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     }
   }
 
-  const policy: Policy = {
+  return finish(options, {
     name,
     limit,
     window,
@@ -242,12 +266,59 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     ...(fallback && { fallback }),
     blockFor,
     shadow,
+  })
+}
+
+/** The longest slot life: the longest a Node timer waits. */
+const MAX_SLOT_TTL_MS = 2_147_483_647
+
+/**
+ * An in-flight policy: its `limit` is its concurrency and its `window` its slot life, so that per-call limits,
+ * headers and keys treat it as a window of slots. A rate's options that mean nothing for slots are refused.
+ */
+function resolveInFlightPolicy(options: PolicyOptions): Policy {
+  const concurrency = checkInteger(options.concurrency, 'concurrency', 1, 1_000_000)
+  const slotTtlMs = parseDuration(options.slotTtlMs ?? 60_000, 'slotTtlMs', { min: 1, max: MAX_SLOT_TTL_MS })
+  // A spread in-flight policy carries its own limit and window: the same values are accepted.
+  if (options.limit !== undefined && options.limit !== concurrency)
+    throw new OptionError('limit', options.limit, 'no limit beside `concurrency`: a policy is a rate or in-flight')
+  if (options.window !== undefined && options.window !== slotTtlMs)
+    throw new OptionError('window', options.window, "no window beside `concurrency`: give slotTtlMs for a slot's life")
+  for (const option of ['cost', 'buckets', 'fallback'] as const) {
+    if (options[option] !== undefined)
+      throw new OptionError(option, options[option], `no ${option} on an in-flight policy: a call takes one slot`)
   }
+  if (options.blockFor !== undefined && options.blockFor !== 0)
+    throw new OptionError('blockFor', options.blockFor, 'no blockFor on an in-flight policy')
+  if (options.algorithm !== undefined && options.algorithm !== 'sliding-log')
+    throw new OptionError('algorithm', options.algorithm, 'no algorithm on an in-flight policy: slots are kept exactly')
+  const name = options.name ?? `${concurrency}-in-flight`
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new OptionError('name', name, '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit')
+  }
+  return finish(options, {
+    name,
+    limit: concurrency,
+    window: slotTtlMs,
+    concurrency,
+    slotTtlMs,
+    cost: 1,
+    scope: checkOneOf(options.scope ?? 'route', 'scope', ['route', 'tenant']),
+    algorithm: 'sliding-log',
+    onStoreError: checkOneOf(options.onStoreError ?? 'fail-closed', 'onStoreError', ['fail-closed', 'fail-open']),
+    timeoutMs: parseDuration(options.timeoutMs ?? 100, 'timeoutMs', { max: 60_000 }),
+    blockFor: 0,
+    shadow: checkBoolean(options.shadow ?? false, 'shadow'),
+  })
+}
+
+/** Freezes a policy, marks it as made here, and keeps its bare durations for the limiter's warning. */
+function finish(options: PolicyOptions, policy: Policy): Policy {
   Object.freeze(policy)
   resolved.add(policy)
   const bareOnes = [
-    bareDuration('window', options.window, window, name),
-    bareDuration('blockFor', options.blockFor, blockFor, name),
+    bareDuration('window', options.window, policy.window, policy.name),
+    bareDuration('blockFor', options.blockFor, policy.blockFor, policy.name),
   ].filter((b) => b !== undefined)
   if (bareOnes.length > 0) bare.set(policy, bareOnes)
   return policy
