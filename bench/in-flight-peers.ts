@@ -57,7 +57,10 @@ export const IN_FLIGHT_PEERS: readonly InFlightPeer[] = [
     enforces: 'in flight only: a semaphore of `concurrency` permits, acquired by polling',
     module: here('./in-flight-semaphore.ts'),
   },
-  // ▶ fleetlimit's row goes here: { id: 'fleetlimit', name, enforces, module: here('./in-flight-fleetlimit.ts') },
-  //   a module whose createGate builds one limiter with a concurrency policy and a rate policy on the key and
-  //   runs each call between acquire() and release().
+  {
+    id: 'fleetlimit',
+    name: 'fleetlimit',
+    enforces: 'both: an in-flight policy and a sliding window, in one script call; waiters woken by a release',
+    module: here('./in-flight-fleetlimit.ts'),
+  },
 ]

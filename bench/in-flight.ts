@@ -1,5 +1,6 @@
 // In-flight part: the issue's fleet (4 processes × 50 calls of 20-200 ms, at most 5 in flight and 100 started
 // per 5 s, fleet-wide) with each Redis-backed in-flight limiter, measured by the upstream that the calls reach.
+import { startRedisCluster } from '@fleetlimit/test-kit/redis-cluster'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { Redis } from 'ioredis'
 import {
@@ -10,6 +11,7 @@ import {
   perfectScheduleMs,
   seededHolds,
 } from './in-flight-fleet.js'
+import { NO_RATE } from './in-flight-fleetlimit.js'
 import { IN_FLIGHT_PEERS, type InFlightPeer } from './in-flight-peers.js'
 import type { PartResult } from './run.js'
 
@@ -31,6 +33,16 @@ export interface InFlightOptions {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
 const percent = (ratio: number) => `${(ratio * 100).toFixed(0)} %`
 
+/** One row per run: the upstream's counts, and throughput beside the ideal and the perfect schedule. */
+function rowOf(result: InFlightResult, idealMs: number, perfectMs: number): InFlightRow {
+  return {
+    ...result,
+    throughput: (result.completed * 1000) / result.wallMs,
+    ofIdeal: idealMs / result.wallMs,
+    ofPerfect: perfectMs / result.wallMs,
+  }
+}
+
 export async function inFlight({
   scenario = IN_FLIGHT_SCENARIO,
   peers = IN_FLIGHT_PEERS,
@@ -38,23 +50,35 @@ export async function inFlight({
   const holds = seededHolds(scenario.seed, scenario.workers * scenario.tasksPerWorker)
   const idealMs = holds.reduce((sum, hold) => sum + hold, 0) / scenario.concurrency
   const perfectMs = perfectScheduleMs(holds, scenario)
+  // The same fleet with the in-flight limit alone: the ideal (every slot busy at every moment) is then reachable.
+  const alone: InFlightScenario = { ...scenario, limit: NO_RATE }
   const server = await startRedisServer()
   const redis = new Redis(server.url)
   const rows: InFlightRow[] = []
+  const aloneRows: InFlightRow[] = []
   try {
     for (const peer of peers) {
       await redis.flushall()
-      const result = await measureInFlight(peer, server.url, scenario)
-      rows.push({
-        ...result,
-        throughput: (result.completed * 1000) / result.wallMs,
-        ofIdeal: idealMs / result.wallMs,
-        ofPerfect: perfectMs / result.wallMs,
-      })
+      rows.push(rowOf(await measureInFlight(peer, server.url, scenario), idealMs, perfectMs))
+    }
+    for (const peer of peers.filter((p) => p.id !== 'bottleneck')) {
+      await redis.flushall()
+      aloneRows.push(rowOf(await measureInFlight(peer, server.url, alone), idealMs, idealMs))
     }
   } finally {
     redis.disconnect()
     await server.stop()
+  }
+  const fleetlimit = peers.find((p) => p.id === 'fleetlimit')
+  if (fleetlimit) {
+    const cluster = await startRedisCluster({ replicasPerMaster: 0 })
+    try {
+      const seeds = cluster.startupNodes.map(({ host, port }) => `${host}:${port}`).join(',')
+      const peer = { ...fleetlimit, name: 'fleetlimit (3-master Cluster)' }
+      aloneRows.push(rowOf(await measureInFlight(peer, `cluster:${seeds}`, alone), idealMs, idealMs))
+    } finally {
+      await cluster.stop()
+    }
   }
 
   const { workers, tasksPerWorker, concurrency, limit, windowMs } = scenario
@@ -86,10 +110,20 @@ export async function inFlight({
     `a slot is free and fewer than ${limit} calls started in the ${window} before, in the order the queues interleave,`,
     'with no time for the network or Redis. Wall time runs from the common start to the last task’s end.',
     '',
+    `The same fleet with the in-flight limit alone (${concurrency} in flight, no rate), where the ideal is reachable:`,
+    '',
+    `| limiter | most in flight (limit ${concurrency}) | 429s | completed | tasks/s | wall | % of ideal | errors |`,
+    '|---|---|---|---|---|---|---|---|',
+    ...aloneRows.map(
+      (r) =>
+        `| ${r.name} | **${r.stats.maxInFlight}** | ${r.stats.rejected} | ${r.completed}/${r.tasks} | ` +
+        `${r.throughput.toFixed(1)} | ${seconds(r.wallMs)} | ${percent(r.ofIdeal)} | ${errorsOf(r)} |`,
+    ),
+    '',
   ].join('\n')
   return {
     title: 'In flight: at most n calls at once, fleet-wide, measured by the upstream',
     markdown,
-    data: { scenario, holdsMs: holds.reduce((a, b) => a + b, 0), idealMs, perfectMs, rows },
+    data: { scenario, holdsMs: holds.reduce((a, b) => a + b, 0), idealMs, perfectMs, rows, aloneRows },
   }
 }
