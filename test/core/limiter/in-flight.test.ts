@@ -156,7 +156,7 @@ describe('in-flight policies', () => {
         expect(next.policy).to.equal('tpm')
         // A refund after a settle gives back the settled units.
         expect(await limiter.refund(b)).to.deep.equal({ units: 1_300, outcome: 'refunded' })
-        expect((await limiter.peek('acme')).policies?.map((d) => d.remaining)).to.deep.equal([98, 880, 0])
+        expect((await limiter.peek('acme')).policies?.map((d) => d.remaining)).to.deep.equal([99, 880, 0])
         expect((await limiter.settle(b, { cost: { tpm: 1_300 } })).outcome).to.equal('already-settled')
       })
 
