@@ -8,6 +8,12 @@ import type { CreateGate } from './in-flight-peers.js'
 /** A scenario limit this high means no rate limit: the in-flight policy alone. */
 export const NO_RATE = 1_000_000_000
 
+/**
+ * The upstream counts a call when it arrives, a few ms after the decision, and arrivals bunch up in transit: the
+ * rate policy's window is this much longer than the upstream's, as docs/outbound.md advises.
+ */
+export const TRANSIT_MARGIN_MS = 100
+
 export const createGate: CreateGate = async ({ redisUrl, key, concurrency, limit, windowMs }) => {
   const client = redisUrl.startsWith('cluster:')
     ? new Cluster(
@@ -20,7 +26,8 @@ export const createGate: CreateGate = async ({ redisUrl, key, concurrency, limit
   // A deadline that a busy 2-core machine running 4 workers and Redis keeps.
   const timeoutMs = 1_000
   const policies: Policy[] = [definePolicy({ name: 'in-flight', concurrency, timeoutMs })]
-  if (limit < NO_RATE) policies.unshift(definePolicy({ name: 'calls', limit, window: windowMs, timeoutMs }))
+  if (limit < NO_RATE)
+    policies.unshift(definePolicy({ name: 'calls', limit, window: windowMs + TRANSIT_MARGIN_MS, timeoutMs }))
   const limiter = createRateLimiter({ store: redisStore(client, { prefix: key }), policies })
   await limiter.peek('upstream')
   return {

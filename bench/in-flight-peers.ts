@@ -60,7 +60,8 @@ export const IN_FLIGHT_PEERS: readonly InFlightPeer[] = [
   {
     id: 'fleetlimit',
     name: 'fleetlimit',
-    enforces: 'both: an in-flight policy and a sliding window, in one script call; waiters woken by a release',
+    enforces:
+      'both: an in-flight policy and a sliding window 100 ms longer than the upstream’s (for transit), in one script call',
     module: here('./in-flight-fleetlimit.ts'),
   },
 ]
