@@ -109,6 +109,23 @@ describe('in-flight policies', () => {
         expect(order).to.deep.equal(['first', 'second'])
       })
 
+      it('a waiter whose deadline comes before the slots expire still waits for a release', async () => {
+        const limiter = createRateLimiter({ store, policies: [rpm, parallel] })
+        const held = await limiter.consume('acme')
+        await limiter.consume('acme')
+        // The wait reported is until a slot expires (a minute), but a release may come any time before.
+        const waiting = limiter.acquire('acme', { maxWaitMs: '10s' })
+        expect(await settledYet(waiting)).to.equal(false)
+        const second = limiter.acquire('acme', { maxWaitMs: '5s' })
+        expect(await settledYet(second)).to.equal(false)
+        await limiter.release(held)
+        const first = await waiting
+        expect(first.allowed).to.equal(true)
+        expect(await settledYet(second)).to.equal(false)
+        await limiter.release(first)
+        expect((await second).allowed).to.equal(true)
+      })
+
       it('a waiter that gives up leaves no slot behind', async () => {
         const limiter = createRateLimiter({ store, policies: [parallel] })
         const held = [await limiter.consume('acme'), await limiter.consume('acme')]
