@@ -249,7 +249,13 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       changes.add(listener)
     },
     onSlotFree(listener) {
-      if (!slotFrees.used) adapter.subscribe(slotChannel, onSlotMessage)
+      // A slot freed before the server confirmed the subscription was missed: listeners then hear `undefined`.
+      if (!slotFrees.used) {
+        adapter.subscribe(slotChannel, onSlotMessage).then(
+          () => slotFrees.emit(undefined),
+          () => {},
+        )
+      }
       slotFrees.add(listener)
     },
     isConnected: connection.connected,
