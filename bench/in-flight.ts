@@ -28,6 +28,8 @@ export interface InFlightOptions {
   readonly scenario?: InFlightScenario
   /** Default: every peer of IN_FLIGHT_PEERS. */
   readonly peers?: readonly InFlightPeer[]
+  /** Also runs fleetlimit's in-flight-only row on a 3-master Cluster. Default true. */
+  readonly cluster?: boolean
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
@@ -46,6 +48,7 @@ function rowOf(result: InFlightResult, idealMs: number, perfectMs: number): InFl
 export async function inFlight({
   scenario = IN_FLIGHT_SCENARIO,
   peers = IN_FLIGHT_PEERS,
+  cluster: onCluster = true,
 }: InFlightOptions = {}): Promise<PartResult> {
   const holds = seededHolds(scenario.seed, scenario.workers * scenario.tasksPerWorker)
   const idealMs = holds.reduce((sum, hold) => sum + hold, 0) / scenario.concurrency
@@ -70,7 +73,7 @@ export async function inFlight({
     await server.stop()
   }
   const fleetlimit = peers.find((p) => p.id === 'fleetlimit')
-  if (fleetlimit) {
+  if (fleetlimit && onCluster) {
     const cluster = await startRedisCluster({ replicasPerMaster: 0 })
     try {
       const seeds = cluster.startupNodes.map(({ host, port }) => `${host}:${port}`).join(',')

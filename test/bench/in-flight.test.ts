@@ -5,16 +5,13 @@ import { inFlight } from '../../bench/in-flight.js'
 import {
   IN_FLIGHT_SCENARIO,
   type InFlightScenario,
-  measureInFlight,
   perfectScheduleMs,
   seededHolds,
 } from '../../bench/in-flight-fleet.js'
-import { IN_FLIGHT_PEERS, type InFlightPeer } from '../../bench/in-flight-peers.js'
-import { redisUrl } from '../support/root-hooks.js'
+import { IN_FLIGHT_PEERS } from '../../bench/in-flight-peers.js'
 
 // 20 calls, far below the rate limit: only the in-flight limit can refuse one.
 const SMALL: InFlightScenario = { ...IN_FLIGHT_SCENARIO, tasksPerWorker: 5 }
-const peer = (id: string) => IN_FLIGHT_PEERS.find((p) => p.id === id) as InFlightPeer
 
 describe('bench in-flight', () => {
   it('the holds: the same seeded sequence every time, whole ms from 20 to 200', () => {
@@ -33,19 +30,25 @@ describe('bench in-flight', () => {
     expect(perfectScheduleMs([10, 300, 20, 40], two)).to.equal(310)
   })
 
-  it('redis-semaphore: 4 processes × 5 calls, never more than 5 in flight at the upstream', async function () {
-    this.timeout(60_000)
-    const result = await measureInFlight(peer('redis-semaphore'), redisUrl(), SMALL)
-    expect(result).to.deep.include({ tasks: 20, completed: 20, failed: 0, unfinished: 0, refusals: 0, errors: {} })
-    expect(result.stats).to.deep.include({ served: 20, rejected: 0, inFlight: 0, maxRequestsInWindow: 20 })
-    expect(result.stats.maxInFlight).to.be.within(1, 5)
-  })
-
   it('the part at a small size: a row per peer, each with the upstream’s counts', async function () {
     this.timeout(90_000)
-    const { markdown, data } = await inFlight({ scenario: SMALL })
-    const { rows } = data as { rows: { limiter: string; completed: number; wallMs: number; throughput: number }[] }
+    const { markdown, data } = await inFlight({ scenario: SMALL, cluster: false })
+    type Row = {
+      limiter: string
+      completed: number
+      wallMs: number
+      throughput: number
+      stats: { maxInFlight: number }
+    }
+    const { rows, aloneRows } = data as { rows: Row[]; aloneRows: Row[] }
     expect(rows.map((r) => [r.limiter, r.completed])).to.deep.equal(IN_FLIGHT_PEERS.map((p) => [p.id, 20]))
+    expect(aloneRows.map((r) => [r.limiter, r.completed])).to.deep.equal([
+      ['redis-semaphore', 20],
+      ['fleetlimit', 20],
+    ])
+    // fleetlimit never lets more than 5 through at once (the upstream would have answered 429).
+    for (const row of [...rows, ...aloneRows].filter((r) => r.limiter === 'fleetlimit'))
+      expect(row.stats.maxInFlight).to.be.at.most(5)
     for (const row of rows) expect(Number.isFinite(row.throughput) && row.wallMs > 0, row.limiter).to.equal(true)
     for (const { name } of IN_FLIGHT_PEERS) expect(markdown).to.include(name)
   })
