@@ -24,6 +24,7 @@ module.exports = {
     'test/core/store/guarded-call.test.ts',
     'test/core/store/memory-store.test.ts',
     'test/core/store/memory-store-bounds.test.ts',
+    'test/core/store/memory-store-slots.test.ts',
     'test/core/store/server-clock.test.ts',
     'test/core/store/server-failure.test.ts',
     'test/core/store/sliding-log.test.ts',

@@ -286,7 +286,9 @@ function resolveInFlightPolicy(options: PolicyOptions): Policy {
     throw new OptionError('limit', options.limit, 'no limit beside `concurrency`: a policy is a rate or in-flight')
   if (options.window !== undefined && options.window !== slotTtlMs)
     throw new OptionError('window', options.window, "no window beside `concurrency`: give slotTtlMs for a slot's life")
-  for (const option of ['cost', 'buckets', 'fallback'] as const) {
+  if (options.cost !== undefined && options.cost !== 1)
+    throw new OptionError('cost', options.cost, 'no cost on an in-flight policy: a call takes one slot')
+  for (const option of ['buckets', 'fallback'] as const) {
     if (options[option] !== undefined)
       throw new OptionError(option, options[option], `no ${option} on an in-flight policy: a call takes one slot`)
   }

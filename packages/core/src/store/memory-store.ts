@@ -3,15 +3,19 @@ import { checkInteger, checkOptionNames, optionNames } from '../common/validate.
 import { createWeakSignal } from '../common/weak-signal.js'
 import { Bucketed } from './bucketed.js'
 import { SlidingLog } from './sliding-log.js'
+import { SlotSet } from './slot-set.js'
 import {
   type HoldRequest,
   type Lease,
   type LeaseRequest,
   type LeaseResult,
   type RefundRequest,
+  type SettleRequest,
+  type SlotRequest,
   STORE,
   type Store,
   type StoreRefund,
+  type StoreSettle,
   type WindowRequest,
   type WindowResult,
 } from './store.js'
@@ -41,12 +45,35 @@ export interface MemoryStore extends Store {
   lease(request: LeaseRequest): Promise<LeaseResult>
   release(key: string, lease: Lease, units: number): Promise<void>
   refund(requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund>
+  free(slots: readonly SlotRequest[]): Promise<number>
+  extend(slots: readonly SlotRequest[], ms: number): Promise<number>
+  settle(requests: readonly SettleRequest[], id: string): Promise<StoreSettle>
+  onSlotFree(listener: (keys: readonly string[] | undefined) => void): void
 }
 
 /** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
 type Entry =
-  | { readonly log: SlidingLog; readonly counter?: never; windowMs: number; dropped: boolean }
-  | { readonly counter: Bucketed; readonly log?: never; windowMs: number; buckets: number; dropped: boolean }
+  | { readonly log: SlidingLog; readonly counter?: never; readonly slots?: never; windowMs: number; dropped: boolean }
+  | {
+      readonly counter: Bucketed
+      readonly log?: never
+      readonly slots?: never
+      windowMs: number
+      buckets: number
+      dropped: boolean
+    }
+  | { readonly slots: SlotSet; readonly log?: never; readonly counter?: never; windowMs: number; dropped: boolean }
+
+/** Which kind of window an entry holds, or a request asks for. */
+type Kind = 'log' | 'bucketed' | 'slots'
+const kindOf = (entry: Entry): Kind => (entry.log ? 'log' : entry.counter ? 'bucketed' : 'slots')
+const KIND_NAMES: Record<Kind, string> = { log: 'a sliding-log', bucketed: 'a bucketed', slots: 'an in-flight' }
+const kindAsked = (request: WindowRequest | LeaseRequest): Kind =>
+  'slots' in request && request.slots === true
+    ? 'slots'
+    : 'buckets' in request && request.buckets !== undefined
+      ? 'bucketed'
+      : 'log'
 
 /**
  * A caller's holder for one key's entry, kept between its calls on that key (see ConsumeNow.one): the entry is
@@ -95,13 +122,22 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   // Refunds applied, by id: until when (clock ms) one sent again is answered 'already-refunded' (past it, none of
   // its units could count). Ended ones are dropped by the sweep.
   const refunds = new Map<string, number>()
+  // Settles applied, by id, kept as refunds are.
+  const settles = new Map<string, number>()
   const changes = createWeakSignal<[readonly string[] | undefined]>()
+  const slotsFreed = createWeakSignal<[readonly string[] | undefined]>()
+  // The last slot id given: ids are the clock's time, made unique and increasing.
+  let lastSlot = Number.NEGATIVE_INFINITY
   let lastSweep = clock()
   // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
   let cursor: Iterator<[string, Entry]> | undefined
 
   const isIdle = (entry: Entry, now: number) =>
-    entry.counter ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets) : entry.log.isEmpty(now, entry.windowMs)
+    entry.log
+      ? entry.log.isEmpty(now, entry.windowMs)
+      : entry.counter
+        ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
+        : entry.slots.isEmpty(now)
 
   /** Visits up to `visits` keys of the sweep in progress; returns how many it dropped. */
   function sweepSome(now: number, visits: number): number {
@@ -133,7 +169,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     lastSweep = now
     cursor = undefined
     dropEndedHolds(now)
-    dropEndedRefunds(now)
+    dropEndedMarkers(now)
     return sweepSome(now, Number.POSITIVE_INFINITY)
   }
 
@@ -141,8 +177,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     for (const [key, until] of holds) if (until <= now) holds.delete(key)
   }
 
-  function dropEndedRefunds(now: number): void {
+  function dropEndedMarkers(now: number): void {
     for (const [id, until] of refunds) if (until <= now) refunds.delete(id)
+    for (const [id, until] of settles) if (until <= now) settles.delete(id)
   }
 
   /** Until when a key is held, or 0. */
@@ -188,7 +225,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   function housekeep(now: number, adding: number): void {
     if (cursor === undefined && (now - lastSweep >= sweepIntervalMs || entries.size + adding > maxKeys)) {
       lastSweep = now
-      dropEndedRefunds(now)
+      dropEndedMarkers(now)
       cursor = entries.entries()
     }
     if (cursor !== undefined) sweepSome(now, SWEEP_VISITS_PER_CALL)
@@ -196,7 +233,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 
   const otherAlgorithm = (key: string, entry: Entry) =>
     new StoreError(
-      `key ${describe(key)} holds ${entry.counter ? 'a bucketed' : 'a sliding-log'} window; a call of the other algorithm cannot use it`,
+      `key ${describe(key)} holds ${KIND_NAMES[kindOf(entry)]} window; a call of another kind of window cannot use it`,
     )
   const storeFull = () =>
     new StoreError(
@@ -212,7 +249,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
         if (create && entries.size + 1 > maxKeys) throw storeFull()
         entry = { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
         if (create) entries.set(request.key, entry)
-      } else if (entry.counter !== undefined) throw otherAlgorithm(request.key, entry)
+      } else if (entry.log === undefined) throw otherAlgorithm(request.key, entry)
       if (slot !== undefined) slot.entry = entry
     }
     entry.windowMs = request.windowMs
@@ -251,19 +288,20 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       const entry = entries.get(request.key)
       found.push(entry)
       if (entry === undefined) missing++
-      else if ((entry.counter !== undefined) !== ('buckets' in request && request.buckets !== undefined)) {
-        throw otherAlgorithm(request.key, entry)
-      }
+      else if (kindOf(entry) !== kindAsked(request)) throw otherAlgorithm(request.key, entry)
     }
     if (create && missing > 0 && entries.size + missing > maxKeys) throw storeFull()
     return requests.map((request, i) => {
       const buckets = 'buckets' in request ? request.buckets : undefined
       let entry = found[i]
       if (entry === undefined) {
+        const kind = kindAsked(request)
         entry =
-          buckets === undefined
+          kind === 'log'
             ? { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
-            : { counter: new Bucketed(), windowMs: request.windowMs, buckets, dropped: !create }
+            : kind === 'slots'
+              ? { slots: new SlotSet(), windowMs: request.windowMs, dropped: !create }
+              : { counter: new Bucketed(), windowMs: request.windowMs, buckets: buckets as number, dropped: !create }
         // A peek of an unknown key decides on a detached empty entry: it records nothing, so it needs no room.
         if (create) entries.set(request.key, entry)
       }
@@ -297,23 +335,30 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       }
       return [result]
     }
-    if (requests.length === 1 && only !== undefined) return [decideLog(only, record, now)]
-    if (requests.some((request) => request.buckets !== undefined)) {
+    if (requests.length === 1 && only !== undefined && only.slots !== true) return [decideLog(only, record, now)]
+    if (requests.some((request) => request.buckets !== undefined && request.slots !== true)) {
       throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
     }
     const several = requests.length > 1
+    // Each window with its own cost; a slot window asks for one slot, whatever the cost.
     const windows = entriesOf(requests, record).map((entry, i) => {
       const request = requests[i] as WindowRequest
-      const log = entry.log as SlidingLog
-      const used = log.used(now, request.windowMs)
+      if (entry.slots) {
+        const used = entry.slots.held(now)
+        const room = used < request.limit
+        return { request, entry, used, room, until: 0, allowed: room }
+      }
+      const used = (entry.log as SlidingLog).used(now, request.windowMs)
       const room = used + request.cost <= request.limit
       const until = heldUntil(request.key, now)
-      return { request, entry, log, used, room, until, allowed: room && until === 0 }
+      return { request, entry, used, room, until, allowed: room && until === 0 }
     })
     // Shadow windows do not decide the call; each records what it would have admitted.
     const admitted = record && windows.every((w) => w.allowed || (several && w.request.shadow))
-    const results = windows.map(({ request, log, used, room, until, allowed }) => {
+    const results = windows.map(({ request, entry, used, room, until, allowed }) => {
       const recorded = admitted && allowed
+      if (entry.slots) return slotResult(entry.slots, request, used, recorded, now)
+      const log = entry.log as SlidingLog
       const at = recorded ? log.add(now, request.cost) : undefined
       const result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
       if (until) return held(result, until, now)
@@ -321,12 +366,80 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       return at === undefined ? result : { ...result, recorded: at }
     })
     // A peek or a denial must not leave empty entries behind (a log with an emptied entry is not empty).
-    for (const { request, entry, log, used, allowed } of windows) {
-      if (used === 0 && !(admitted && allowed) && log.isEmpty(now, request.windowMs) && !entry.dropped) {
-        drop(request.key, entry)
-      }
+    for (const { request, entry, used, allowed } of windows) {
+      if (used === 0 && !(admitted && allowed) && isIdle(entry, now) && !entry.dropped) drop(request.key, entry)
     }
     return results
+  }
+
+  /** A slot window's answer; `take`: a slot is taken for the call, its id the result's `recorded`. */
+  function slotResult(slots: SlotSet, request: WindowRequest, held: number, take: boolean, now: number): WindowResult {
+    if (!take) return slots.result(now, request.limit, held, false)
+    // The clock's time, unless a slot was given that id or a later one (the same instant, or a step back).
+    const id = now > lastSlot ? now : lastSlot + 1
+    lastSlot = id
+    slots.take(id, now + request.windowMs)
+    return { ...slots.result(now, request.limit, held, true), recorded: id }
+  }
+
+  /** The slot sets of the requests' keys (none for a key not held): a key of another kind fails the whole call. */
+  function slotSetsOf(slots: readonly SlotRequest[]): (SlotSet | undefined)[] {
+    return slots.map(({ key }) => {
+      const entry = entries.get(key)
+      if (entry !== undefined && entry.slots === undefined) throw otherAlgorithm(key, entry)
+      return entry?.slots
+    })
+  }
+
+  function free(slots: readonly SlotRequest[]): number {
+    const now = clock()
+    const sets = slotSetsOf(slots)
+    const keys = new Set<string>()
+    let count = 0
+    for (const [i, { key, slot }] of slots.entries()) {
+      if (!sets[i]?.free(slot, now)) continue
+      count++
+      keys.add(key)
+    }
+    if (keys.size > 0) {
+      const freed = [...keys]
+      // Heard after this call returns, never inside it.
+      queueMicrotask(() => slotsFreed.emit(freed))
+    }
+    return count
+  }
+
+  function extend(slots: readonly SlotRequest[], ms: number): number {
+    const now = clock()
+    const sets = slotSetsOf(slots)
+    let count = 0
+    for (const [i, { slot }] of slots.entries()) if (sets[i]?.extend(slot, now + ms, now)) count++
+    return count
+  }
+
+  /**
+   * lua/sliding-log.lua's settle: every window read before any is written; a delta applied at the entry's time in
+   * each window that still holds the entry, once per id.
+   */
+  function settle(requests: readonly SettleRequest[], id: string): StoreSettle {
+    const now = clock()
+    const logs = requests.map(({ key }) => entries.get(key)?.log)
+    // Each log's entries that have left the window dropped first, so that `has` finds live entries only.
+    const usedNow = () => requests.map(({ windowMs }, i) => logs[i]?.used(now, windowMs) ?? 0)
+    const before = usedNow()
+    if ((settles.get(id) ?? 0) > now) return { outcome: 'already-settled', used: before }
+    const holding = requests.map(({ recorded }, i) => logs[i]?.has(recorded) === true)
+    if (requests.some(({ recorded }, i) => holding[i] && logs[i]?.tooDeep(recorded))) {
+      return { outcome: 'too-deep', used: before }
+    }
+    if (!holding.includes(true)) return { outcome: 'expired', used: before }
+    let until = now
+    for (const [i, { recorded, windowMs, delta }] of requests.entries()) {
+      if (holding[i]) logs[i]?.adjust(recorded, delta)
+      until = Math.max(until, recorded + windowMs)
+    }
+    settles.set(id, until)
+    return { outcome: 'settled', used: usedNow() }
   }
 
   /** lua/sliding-log.lua's lease: units recorded at the lease's expiry, so each use before it stays covered. */
@@ -367,6 +480,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       if (log && !log.tooDeep(score)) log.remove(score, units)
     },
     peek: async (requests) => decide(requests, false),
+    free: async (slots) => free(slots),
+    extend: async (slots, ms) => extend(slots, ms),
+    settle: async (requests, id) => settle(requests, id),
+    onSlotFree: slotsFreed.add,
     refund: async (requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund> => {
       const now = clock()
       if ((refunds.get(id) ?? 0) > now) return { units: 0, outcome: 'already-refunded' }
@@ -416,7 +533,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   inProcessStores.set(store, {
     many: (requests, at) => decide(requests, true, timeOf(at)),
     one(request, at, slot) {
-      if (request.buckets !== undefined) return decide([request], true, timeOf(at))[0] as WindowResult
+      if (request.buckets !== undefined || request.slots === true)
+        return decide([request], true, timeOf(at))[0] as WindowResult
       const now = timeOf(at)
       housekeep(now, 1)
       return decideLog(request, true, now, slot)

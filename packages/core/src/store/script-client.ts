@@ -106,9 +106,10 @@ export interface ClientAdapter {
    * Delivers the channel's messages to `listener`, held weakly, through one subscriber connection per client (a
    * duplicate of it, made on the first call, closed when the client ends). `undefined` says that messages may have
    * been missed: the subscriber's connection was lost, and is back. Nothing is delivered when the client cannot
-   * be duplicated.
+   * be duplicated. Resolves once the server confirmed the channel's first subscription (messages published
+   * before are not delivered); rejects when it cannot subscribe.
    */
-  subscribe(channel: string, listener: (message: string | undefined) => void): void
+  subscribe(channel: string, listener: (message: string | undefined) => void): Promise<void>
 }
 
 const adapters = new WeakMap<object, ClientAdapter>()
@@ -238,7 +239,7 @@ function ioredisSubscriber(client: IoredisClient): Subscriber | undefined {
     },
     add: (channel) => {
       channels.push(channel)
-      sub.subscribe(channel).catch(() => {})
+      return sub.subscribe(channel).then(() => {})
     },
   }
 }
@@ -256,9 +257,7 @@ function ioredisClusterSubscriber(sub: IoredisSubscriber, client: IoredisClient)
       sub.on('message', (channel: unknown, message: unknown) => deliver(String(channel), String(message)))
       onReadyAgain(sub, missed)
     },
-    add: (channel) => {
-      sub.subscribe(channel).catch(() => {})
-    },
+    add: (channel) => sub.subscribe(channel).then(() => {}),
   }
 }
 
@@ -274,30 +273,34 @@ function onReadyAgain(emitter: { on(event: string, listener: Listener): unknown 
 /** One subscriber connection, as each library makes it. */
 interface Subscriber {
   listen(deliver: (channel: string, message: string) => void, missed: () => void): void
-  add(channel: string): void
+  /** Subscribes; resolves once the server confirmed it. */
+  add(channel: string): Promise<void>
 }
 
 /** The subscribe() of an adapter: one connection, made on the first call; listeners per channel, held weakly. */
 function createSubscriptions(open: () => Subscriber | undefined): ClientAdapter['subscribe'] {
-  const channels = new Map<string, WeakSignal<[string | undefined]>>()
+  const channels = new Map<string, { signal: WeakSignal<[string | undefined]>; subscribed: Promise<void> }>()
   let subscriber: Subscriber | undefined | null = null
   return (channel, listener) => {
-    let signal = channels.get(channel)
-    if (!signal) {
-      signal = createWeakSignal()
-      channels.set(channel, signal)
+    let entry = channels.get(channel)
+    if (!entry) {
+      const signal = createWeakSignal<[string | undefined]>()
       if (subscriber === null) {
         subscriber = open()
         subscriber?.listen(
-          (from, message) => channels.get(from)?.emit(message),
+          (from, message) => channels.get(from)?.signal.emit(message),
           () => {
-            for (const each of channels.values()) each.emit(undefined)
+            for (const each of channels.values()) each.signal.emit(undefined)
           },
         )
       }
-      subscriber?.add(channel)
+      const subscribed = subscriber ? subscriber.add(channel) : Promise.reject(new Error('no subscriber'))
+      subscribed.catch(() => {})
+      entry = { signal, subscribed }
+      channels.set(channel, entry)
     }
-    signal.add(listener)
+    entry.signal.add(listener)
+    return entry.subscribed
   }
 }
 
@@ -469,11 +472,16 @@ function nodeRedisSubscriber(client: NodeRedisClient): Subscriber | undefined {
       deliver = to
       onReadyAgain(sub, missed)
     },
-    add: (channel) => {
-      connected.then(() => sub.subscribe(channel, (message) => deliver(channel, message))).catch(() => {})
-    },
+    add: (channel) =>
+      connected.then(async () => {
+        await sub.subscribe(channel, (message) => deliver(channel, message))
+      }),
   }
 }
+
+/** What subscribe() answers where no subscriber can be made: a rejection already handled, so ignoring it is safe. */
+const NO_SUBSCRIBER = Promise.reject(new Error('no subscriber on a node-redis cluster'))
+NO_SUBSCRIBER.catch(() => {})
 
 function nodeRedisClusterAdapter(cluster: NodeRedisCluster): ClientAdapter {
   const writes = createWriteWatch()
@@ -501,7 +509,7 @@ function nodeRedisClusterAdapter(cluster: NodeRedisCluster): ClientAdapter {
     },
     // A cluster's subscriber would need its own life cycle per node: resets reach other processes' local tiers
     // on a single server only (README, the local tier).
-    subscribe: () => {},
+    subscribe: () => NO_SUBSCRIBER,
   }
 }
 

@@ -79,16 +79,30 @@ export class SlidingLog {
     return at >= this.head && this.time(at) === time && this.count() - 1 - at > MAX_REFUND_TAIL
   }
 
+  /** Whether a live entry was recorded at exactly `time` (an emptied one included). */
+  has(time: number): boolean {
+    const at = this.firstAfter(time) - 1
+    return at >= this.head && this.time(at) === time
+  }
+
   /** Removes up to `count` units recorded at exactly `time` (unused leased units, which are interchangeable). */
   remove(time: number, count: number): number {
+    return 0 - this.adjust(time, -count)
+  }
+
+  /**
+   * Changes the units of the live entry recorded at exactly `time` by `delta`, taking at most the units it holds;
+   * returns the change made (0 without such an entry). A settle's and a refund's one rewrite of the tail, as in
+   * lua/sliding-log.lua: the entry stays, emptied or not (it still bounds the reset and later records), and every
+   * later running total moves with it.
+   */
+  adjust(time: number, delta: number): number {
     const at = this.firstAfter(time) - 1
     if (at < this.head || this.time(at) !== time) return 0
-    const units = this.end(at) - this.end(at - 1)
-    const removed = Math.min(count, units)
-    // The entry stays, emptied or not, as in lua/sliding-log.lua: it still bounds the reset and later records.
-    // Every later total, and this entry's, drops by the units removed.
-    for (let i = at; i < this.count(); i++) this.log[2 * i + 1] = this.end(i) - removed
-    return removed
+    const change = Math.max(delta, this.end(at - 1) - this.end(at))
+    if (change === 0) return 0
+    for (let i = at; i < this.count(); i++) this.log[2 * i + 1] = this.end(i) + change
+    return change
   }
 
   /**
