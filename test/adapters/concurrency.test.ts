@@ -273,15 +273,19 @@ describe('adapters: concurrency, requests in flight per key', () => {
 
   let redis: ReturnType<typeof redisClient> | undefined
   after(() => redis?.quit())
-  const stores: readonly { name: string; make(): Store }[] = [
-    { name: 'memory store', make: () => memoryStore() },
-    {
-      name: 'Redis',
-      make: () => {
-        redis ??= redisClient()
-        return redisStore(redis, { prefix: uniquePrefix() })
-      },
+  const memory = { name: 'memory store', make: (): Store => memoryStore() }
+  const onRedis = {
+    name: 'Redis',
+    make: (): Store => {
+      redis ??= redisClient()
+      return redisStore(redis, { prefix: uniquePrefix() })
     },
+  }
+  // The memory store for most; Redis for one test per framework.
+  const cases = [
+    { kind: memory, concurrencyStatusCode: undefined },
+    { kind: memory, concurrencyStatusCode: 503 },
+    { kind: onRedis, concurrencyStatusCode: undefined },
   ]
 
   for (const framework of frameworks) {
@@ -301,40 +305,38 @@ describe('adapters: concurrency, requests in flight per key', () => {
         return server
       }
 
-      for (const kind of stores) {
-        for (const concurrencyStatusCode of [undefined, 503]) {
-          const status = concurrencyStatusCode ?? 429
-          it(`3 in flight on concurrency 2: the third gets ${status} with its headers; a finished one lets a new one in (${kind.name})`, async () => {
-            const store = kind.make()
-            const frees = watchFrees(store)
-            const app = await listen({ store, concurrency: 2, ...(concurrencyStatusCode && { concurrencyStatusCode }) })
-            const first = get(app, '/work')
-            const second = get(app, '/work')
-            await handlers.entered(2)
-            const third = await get(app, '/work')
-            expect(third.status).to.equal(status)
-            expect(third.headers['retry-after'], 'a slot may come back at any moment').to.equal('1')
-            expect(third.headers['ratelimit-policy']).to.equal('"2-in-flight";q=2;w=60')
-            expect(third.headers.ratelimit).to.equal('"2-in-flight";r=0;t=1')
-            expect(third.headers['content-type']).to.equal('application/problem+json')
-            expect(third.body).to.equal(problem(status, '2-in-flight', 1))
-            expect(handlers.started, 'the third never reached its handler').to.equal(2)
+      for (const { kind, concurrencyStatusCode } of cases) {
+        const status = concurrencyStatusCode ?? 429
+        it(`3 in flight on concurrency 2: the third gets ${status} with its headers; a finished one lets a new one in (${kind.name})`, async () => {
+          const store = kind.make()
+          const frees = watchFrees(store)
+          const app = await listen({ store, concurrency: 2, ...(concurrencyStatusCode && { concurrencyStatusCode }) })
+          const first = get(app, '/work')
+          const second = get(app, '/work')
+          await handlers.entered(2)
+          const third = await get(app, '/work')
+          expect(third.status).to.equal(status)
+          expect(third.headers['retry-after'], 'a slot may come back at any moment').to.equal('1')
+          expect(third.headers['ratelimit-policy']).to.equal('"2-in-flight";q=2;w=60')
+          expect(third.headers.ratelimit).to.equal('"2-in-flight";r=0;t=1')
+          expect(third.headers['content-type']).to.equal('application/problem+json')
+          expect(third.body).to.equal(problem(status, '2-in-flight', 1))
+          expect(handlers.started, 'the third never reached its handler').to.equal(2)
 
-            handlers.finishOne()
-            const done = await first
-            expect(done.status).to.equal(200)
-            expect(done.body).to.equal(OK)
-            expect(done.headers.ratelimit, 'one slot left when it was admitted').to.equal('"2-in-flight";r=1;t=60')
-            await frees.done(1)
-            const fourth = get(app, '/work')
-            await handlers.entered(3)
-            handlers.finishAll()
-            expect((await second).status).to.equal(200)
-            expect((await fourth).status).to.equal(200)
-            await frees.done(3)
-            expect(frees.freed, 'each admitted request freed its one slot, once').to.deep.equal([1, 1, 1])
-          })
-        }
+          handlers.finishOne()
+          const done = await first
+          expect(done.status).to.equal(200)
+          expect(done.body).to.equal(OK)
+          expect(done.headers.ratelimit, 'one slot left when it was admitted').to.equal('"2-in-flight";r=1;t=60')
+          await frees.done(1)
+          const fourth = get(app, '/work')
+          await handlers.entered(3)
+          handlers.finishAll()
+          expect((await second).status).to.equal(200)
+          expect((await fourth).status).to.equal(200)
+          await frees.done(3)
+          expect(frees.freed, 'each admitted request freed its one slot, once').to.deep.equal([1, 1, 1])
+        })
       }
 
       it('a rate policy beside: an in-flight denial answers concurrencyStatusCode after 1 s; a rate one, 429 after its wait', async () => {
@@ -547,6 +549,43 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
     })
   }
+})
+
+describe('fastify: an in-flight policy in a route’s config.rateLimit', () => {
+  it('limits that route alone, and releases its slots as the plugin’s own do', async () => {
+    const store = memoryStore()
+    const frees = watchFrees(store)
+    const handlers = handlersInFlight()
+    const app = Fastify()
+    await app.register(fastifyRateLimit, { store, concurrencyStatusCode: 503 })
+    const uploads = [definePolicy({ name: 'uploads', concurrency: 1 })]
+    app.post('/upload', { config: { rateLimit: uploads } }, async () => {
+      await handlers.routes.work()
+      return { ok: true }
+    })
+    app.get('/free', async () => ({ ok: true }))
+    try {
+      const first = app.inject({ method: 'POST', url: '/upload' })
+      await handlers.entered(1)
+      const busy = await app.inject({ method: 'POST', url: '/upload' })
+      expect(busy.statusCode).to.equal(503)
+      expect(busy.headers['retry-after']).to.equal('1')
+      expect(busy.headers.ratelimit).to.equal('"uploads";r=0;t=1')
+      expect((await app.inject({ url: '/free' })).statusCode, 'another route is not limited').to.equal(200)
+      handlers.finishOne()
+      expect((await first).statusCode).to.equal(200)
+      await frees.done(1)
+      const next = app.inject({ method: 'POST', url: '/upload' })
+      await handlers.entered(2)
+      handlers.finishOne()
+      expect((await next).statusCode).to.equal(200)
+      await frees.done(2)
+      expect(frees.freed).to.deep.equal([1, 1])
+    } finally {
+      handlers.finishAll()
+      await app.close()
+    }
+  })
 })
 
 describe('adapters: concurrency options checked at construction', () => {

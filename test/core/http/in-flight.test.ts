@@ -1,4 +1,4 @@
-import { type Decision, definePolicy, memoryStore } from '@fleetlimit/core'
+import { createRateLimiter, type Decision, definePolicy, memoryStore } from '@fleetlimit/core'
 import { createHttpLimiter, type HttpRateLimitOptions } from '@fleetlimit/core/http'
 import { expect } from 'chai'
 import { answeredDenial, deniedInFlightOnly } from '../../../packages/core/src/http/in-flight.js'
@@ -53,6 +53,13 @@ describe('core/http: the concurrency option’s in-flight policy', () => {
     ]
     const [, , added] = policiesOf({ policies, concurrency: 2 })
     expect(added).to.include({ name: '2-in-flight', scope: 'route', onStoreError: 'fail-closed', timeoutMs: 50 })
+  })
+
+  it('a limiter of the user’s own with an in-flight policy: its admissions are settled, to release their slots', () => {
+    const limiter = createRateLimiter({ store: memoryStore(), policies: [definePolicy({ concurrency: 2 })] })
+    expect(createHttpLimiter<object>({ limiter }, FRAMEWORK).settles).to.equal(true)
+    const rates = createRateLimiter({ store: memoryStore(), limit: 5, window: '1m' })
+    expect(createHttpLimiter<object>({ limiter: rates }, FRAMEWORK).settles).to.equal(false)
   })
 
   it('a function of the request: policy `in-flight` at the largest concurrency, each request naming its own', () => {
