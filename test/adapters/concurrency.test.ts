@@ -244,6 +244,12 @@ function watchProcess() {
   }
 }
 
+/**
+ * A memory store whose clock stands still: no slot expires and no window slides while a test runs, however slow
+ * the machine, so that every wait it reports is exact.
+ */
+const stoppedStore = () => memoryStore({ clock: () => 1_000_000 })
+
 /** The tenant a request names in its x-tenant header, for every framework. */
 const tenantHeader = (req: { headers: Record<string, unknown> }) => String(req.headers['x-tenant'] ?? 'anonymous')
 /** The same for a Koa context, whose request headers are on ctx.headers too. */
@@ -273,7 +279,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
 
   let redis: ReturnType<typeof redisClient> | undefined
   after(() => redis?.quit())
-  const memory = { name: 'memory store', make: (): Store => memoryStore() }
+  const memory = { name: 'memory store', make: (): Store => stoppedStore() }
   const onRedis = {
     name: 'Redis',
     make: (): Store => {
@@ -340,7 +346,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       }
 
       it('a rate policy beside: an in-flight denial answers concurrencyStatusCode after 1 s; a rate one, 429 after its wait', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const frees = watchFrees(store)
         const app = await listen({
           store,
@@ -378,7 +384,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('in-flight policies in `policies` are honoured the same way', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const frees = watchFrees(store)
         const policies = [
           definePolicy({ name: 'api', limit: 10, window: '1m' }),
@@ -403,7 +409,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('a client that goes away mid-handler gives its slot back, once', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const frees = watchFrees(store)
         const app = await listen({ store, concurrency: 1 })
         await abort(app, '/work', handlers.entered(1))
@@ -418,7 +424,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('a handler that throws gives its slot back when the error response ends', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const frees = watchFrees(store)
         const app = await listen({ store, concurrency: 1 })
         const thrown = await get(app, '/throw')
@@ -433,7 +439,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('a response another middleware sent first: the slot is given back at once', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const frees = watchFrees(store)
         const app = await listen({ store, concurrency: 1 })
         const sent = await get(app, '/sent')
@@ -450,7 +456,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('concurrency(req): two tenants, each its own limit', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const concurrency = ofRequest<Concurrency>((req) => (tenantHeader(req) === 'small' ? 1 : 2))
         const app = await listen({ store, tenant, concurrency })
         const small = { 'x-tenant': 'small' }
@@ -468,7 +474,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('an async concurrency(req), beside a limit(req) of plans', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const concurrency = ofRequest<Concurrency>(async () => 1)
         const limit = ofRequest<NonNullable<Options['limit']>>(async () => 5)
         const app = await listen({ store, tenant, limit, window: '1m', concurrency })
@@ -483,7 +489,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('a concurrency(req) that throws or returns no whole number fails that request alone; no slot is taken', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const frees = watchFrees(store)
         const values: Record<string, unknown> = { zero: 0, half: 1.5, text: '2', nan: Number.NaN, big: 2_000_000 }
         const concurrency = ofRequest<Concurrency>((req) => {
@@ -521,7 +527,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
       })
 
       it('500 requests at once on one key with concurrency 5: exactly 5 admitted', async () => {
-        const store = memoryStore()
+        const store = stoppedStore()
         const frees = watchFrees(store)
         const app = await listen({ store, concurrency: 5 })
         // Only a denied request is answered while the gate is shut: once 495 are, every decision has been made.
@@ -553,7 +559,7 @@ describe('adapters: concurrency, requests in flight per key', () => {
 
 describe('fastify: an in-flight policy in a route’s config.rateLimit', () => {
   it('limits that route alone, and releases its slots as the plugin’s own do', async () => {
-    const store = memoryStore()
+    const store = stoppedStore()
     const frees = watchFrees(store)
     const handlers = handlersInFlight()
     const app = Fastify()

@@ -69,6 +69,39 @@ describe('core/http: the concurrency option’s in-flight policy', () => {
 })
 
 describe('core/http: a denial by an in-flight policy, as the client is told it', () => {
+  const INFO = {
+    ip: '192.0.2.1',
+    method: 'GET',
+    routePattern: '/x',
+    forwardedFor: false,
+    trustProxy: 'none' as const,
+    peerAddress: '192.0.2.1',
+  }
+
+  it('a message function gets the wait the headers tell; the handler and onLimited the limiter’s', async () => {
+    const limited: Decision[] = []
+    const http = createHttpLimiter<object>(
+      {
+        // A clock that stands still: the slot's wait is exact.
+        store: memoryStore({ clock: () => 1_000_000 }),
+        concurrency: 1,
+        message: (_req, d) => ({ wait: d.retryAfterMs }),
+        onLimited: (_req, d) => {
+          limited.push(d)
+        },
+      },
+      FRAMEWORK,
+    )
+    expect((await http.handle({}, INFO)).action).to.equal('next')
+    const denied = await http.handle({}, INFO)
+    if (denied.action !== 'respond') throw new Error('expected a denial')
+    expect(denied.status).to.equal(429)
+    expect(denied.headers['retry-after']).to.equal('1')
+    expect(denied.body).to.equal('{"wait":1000}')
+    expect(denied.decision?.retryAfterMs, 'until the slot expires').to.equal(60_000)
+    expect(limited[0]?.retryAfterMs).to.equal(60_000)
+  })
+
   it('alone: the wait until its soonest slot expires becomes 1 s, or less when sooner', () => {
     expect(answeredDenial(decision('2-in-flight', false, 59_000), inFlight).retryAfterMs).to.equal(1_000)
     expect(answeredDenial(decision('2-in-flight', false, 400), inFlight).retryAfterMs).to.equal(400)

@@ -130,8 +130,8 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
       if (decision.shadowDenied && onLimited) return reportShadow(req as Req, decision, headers)
       return through(headers, decision)
     }
-    // The handler, onLimited and message get the limiter's decision; the client is told a slot's wait as a client
-    // can use it (see answeredDenial).
+    // The client is told a slot's wait as a client can use it (see answeredDenial): in the headers and the body,
+    // a message function's too. The handler and onLimited get the limiter's decision.
     const busy = inFlight.size > 0 && deniedInFlightOnly(decision, inFlight)
     const told = inFlight.size > 0 ? answeredDenial(decision, inFlight) : decision
     const headers = rateLimitHeaders(told, headerOptions)
@@ -162,9 +162,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   ): Promise<HttpOutcome> {
     if (onLimited) await onLimited(req, decision)
     const body =
-      message !== undefined
-        ? await customDenial(req, decision)
-        : (status === statusCode ? defaultDenial : busyDenial)(told)
+      message !== undefined ? await customDenial(req, told) : (status === statusCode ? defaultDenial : busyDenial)(told)
     return respond(status, headers, body, decision)
   }
 

@@ -55,8 +55,9 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
    * measures when every other policy does, and its deadline is theirs. An admitted request's slot is released
    * once, when its response finishes, or its client goes away first (a handler that throws ends in the
    * framework's error response); a slot never released (a process that died) comes back after `slotTtlMs`
-   * (default 1 minute: set it above your longest request). A full route answers `concurrencyStatusCode`, with a
-   * Retry-After of 1 s: a slot may come back at any moment.
+   * (default 1 minute: set it above your longest request, or keep a long one's slot with
+   * `req.rateLimit.extend()`). A full route answers `concurrencyStatusCode`, with a Retry-After of 1 s (a slot may
+   * come back at any moment), or a rate policy's longer wait when it denies too.
    */
   concurrency?: number | ((req: Req) => MaybePromise<number>)
   /**
@@ -108,9 +109,12 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
    * throws or returns no boolean leaves the request counted, and is logged once.
    */
   requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>
-  /** Status of a denial. Default 429. */
+  /** Status of a denial (one by in-flight policies alone: `concurrencyStatusCode`). Default 429. */
   statusCode?: number
-  /** Body of a denial: text, a JSON value, or a function of the request and decision. Default: problem+json. */
+  /**
+   * Body of a denial: text, a JSON value, or a function of the request and decision (its wait as Retry-After
+   * tells it: see `concurrency`). Default: problem+json.
+   */
   message?: string | object | ((req: Req, decision: Decision) => MaybePromise<string | object>)
   /** Prefix length that groups IPv6 clients into one tenant. Default 56. */
   ipv6Subnet?: number
