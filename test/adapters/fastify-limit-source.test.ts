@@ -39,4 +39,12 @@ describe('fastify: the plugin options that set its own limit', () => {
       skipFailedRequests: true,
     })
   })
+
+  it('concurrency, a number or a function, is a limit of the plugin’s own, which route policies do not share', () => {
+    expect(hasLimitSource({ concurrency: 3 })).to.equal(true)
+    expect(hasLimitSource({ concurrency: () => 3 })).to.equal(true)
+    expect(
+      withoutLimitSource({ concurrency: () => 3, slotTtlMs: '5m', concurrencyStatusCode: 503, tenant }),
+    ).to.deep.equal({ concurrencyStatusCode: 503, tenant })
+  })
 })

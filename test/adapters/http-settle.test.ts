@@ -35,7 +35,7 @@ describe('core/http: settling a request once its response ended', () => {
     expect(httpLimiter({ skipSuccessfulRequests: true }).settles).to.equal(true)
     const http = httpLimiter({})
     expect(await http.settle({ url: '/x' }, { statusCode: 500 }, await admitted(http), true, 500)).to.equal(undefined)
-    expect(http.stats()).to.deep.equal({ refunds: 0, refundErrors: 0 })
+    expect(http.stats()).to.deep.equal({ releases: 0, releaseErrors: 0, refunds: 0, refundErrors: 0 })
   })
 
   it('refunds a failed or abandoned request under skipFailedRequests, and counts it', async () => {
@@ -47,7 +47,7 @@ describe('core/http: settling a request once its response ended', () => {
     })
     expect(await http.settle({ url: '/x' }, res, await admitted(http), false, 200)).to.include({ outcome: 'refunded' })
     expect(await http.settle({ url: '/x' }, res, await admitted(http), true, 399), 'a success').to.equal(undefined)
-    expect(http.stats()).to.deep.equal({ refunds: 2, refundErrors: 0 })
+    expect(http.stats()).to.deep.equal({ releases: 0, releaseErrors: 0, refunds: 2, refundErrors: 0 })
     expect(http.limiter.stats().refundedUnits).to.equal(2)
   })
 
@@ -70,7 +70,7 @@ describe('core/http: settling a request once its response ended', () => {
     const logger = { warn: sinon.fake() }
     const http = httpLimiter({ store, logger, skipFailedRequests: true })
     expect(await http.settle({ url: '/x' }, { statusCode: 500 }, await admitted(http), true, 500)).to.equal(undefined)
-    expect(http.stats()).to.deep.equal({ refunds: 0, refundErrors: 1 })
+    expect(http.stats()).to.deep.equal({ releases: 0, releaseErrors: 0, refunds: 0, refundErrors: 1 })
     expect(http.limiter.stats().storeErrors, 'the limiter counts the failed store call too').to.equal(1)
     expect(logger.warn.firstCall.args[0]).to.contain('connection lost')
     // No answer: the refund may have been applied, so the log does not say the unit stayed.
@@ -86,7 +86,7 @@ describe('core/http: settling a request once its response ended', () => {
     const logger = { warn: sinon.fake() }
     const http = httpLimiter({ store, logger, skipFailedRequests: true })
     expect(await http.settle({ url: '/x' }, { statusCode: 500 }, await admitted(http), true, 500)).to.equal(undefined)
-    expect(http.stats()).to.deep.equal({ refunds: 0, refundErrors: 1 })
+    expect(http.stats()).to.deep.equal({ releases: 0, releaseErrors: 0, refunds: 0, refundErrors: 1 })
     expect(logger.warn.callCount).to.equal(1)
     expect(logger.warn.firstCall.args[0]).to.equal(
       'fleetlimit: the store did not confirm a refund for policy "2-per-60000ms" (ERR something refused); it was not applied: its unit still counts until it leaves the window, unless refund(decision) is tried again.',
@@ -123,7 +123,7 @@ describe('core/http: settling a request once its response ended', () => {
     expect(logger.warn.lastCall.args[0]).to.equal(
       'fleetlimit: requestWasSuccessful(req, res) returned "yes", not true or false: such requests stay counted.',
     )
-    expect(other.stats()).to.deep.equal({ refunds: 0, refundErrors: 0 })
+    expect(other.stats()).to.deep.equal({ releases: 0, releaseErrors: 0, refunds: 0, refundErrors: 0 })
   })
 
   it('never rejects, even when the logger throws: it runs where nothing awaits it', async () => {
@@ -131,6 +131,42 @@ describe('core/http: settling a request once its response ended', () => {
     const http = httpLimiter({ logger, skipFailedRequests: true, requestWasSuccessful: () => 'yes' as never })
     expect(await http.settle({ url: '/x' }, { statusCode: 500 }, await admitted(http), true, 500)).to.equal(undefined)
     expect(logger.warn.callCount).to.equal(1)
+  })
+
+  it('with an in-flight policy, settles every admitted request: its slot is released, once', async () => {
+    const store = memoryStore()
+    const free = sinon.spy(store, 'free')
+    const http = httpLimiter({ store, concurrency: 1 })
+    expect(http.settles).to.equal(true)
+    const decision = await admitted(http)
+    expect((await admitted(http))?.allowed, 'its one slot is held').to.equal(false)
+    expect(await http.settle({ url: '/x' }, { statusCode: 200 }, decision, true, 200)).to.equal(undefined)
+    expect(free.callCount).to.equal(1)
+    expect(http.stats()).to.deep.equal({ releases: 1, releaseErrors: 0, refunds: 0, refundErrors: 0 })
+    // Settled again (it never is by an adapter): the slot is not freed twice.
+    await http.settle({ url: '/x' }, { statusCode: 200 }, decision, true, 200)
+    expect(free.callCount).to.equal(1)
+    expect(http.stats().releases).to.equal(1)
+    expect((await admitted(http))?.allowed, 'the slot came back').to.equal(true)
+  })
+
+  it('with skipFailedRequests and an in-flight policy: a failed request is refunded and its slot released', async () => {
+    const http = httpLimiter({ concurrency: 2, skipFailedRequests: true })
+    const decision = await admitted(http)
+    expect(await http.settle({ url: '/x' }, { statusCode: 500 }, decision, true, 500)).to.deep.equal({
+      units: 1,
+      outcome: 'refunded',
+    })
+    expect(http.stats()).to.deep.equal({ releases: 1, releaseErrors: 0, refunds: 1, refundErrors: 0 })
+  })
+
+  it('counts a release the store fails in releaseErrors, and resolves', async () => {
+    const store = memoryStore()
+    sinon.stub(store, 'free').rejects(new Error('connection lost'))
+    const logger = { warn: sinon.fake() }
+    const http = httpLimiter({ store, logger, concurrency: 1 })
+    expect(await http.settle({ url: '/x' }, { statusCode: 200 }, await admitted(http), true, 200)).to.equal(undefined)
+    expect(http.stats()).to.deep.equal({ releases: 0, releaseErrors: 1, refunds: 0, refundErrors: 0 })
   })
 
   describe('onResponseEnd', () => {

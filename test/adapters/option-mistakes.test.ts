@@ -54,7 +54,7 @@ describe('adapters: mistakes caught where they are made', () => {
           )
           expect(error.option).to.equal(option)
           expect(error.message).to.match(
-            /: of the policy options, only `limit` and `cost` may be functions of the request\.$/,
+            /: of the policy options, only `limit`, `cost` and `concurrency` may be functions of the request\.$/,
           )
         }
       })

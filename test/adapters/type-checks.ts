@@ -42,3 +42,16 @@ type OnErrorReturn = RequestErrorAction | undefined | void
 export type OnErrorResult = Expect<
   Equal<Awaited<ReturnType<NonNullable<KoaRateLimitOptions['onError']>>>, OnErrorReturn>
 >
+
+/** `concurrency` takes a number, or a function of each framework's own request, sync or async. */
+export const concurrencies: readonly [
+  ExpressRateLimitOptions['concurrency'],
+  KoaRateLimitOptions['concurrency'],
+  FastifyRateLimitOptions['concurrency'],
+  ExpressRateLimitOptions['concurrency'],
+] = [
+  (req) => (req.get('x-plan') === 'pro' ? 10 : 2),
+  async (ctx) => (ctx.state.rateLimit ? 1 : 2),
+  (request) => (request.headers['x-plan'] === 'pro' ? 10 : 2),
+  4,
+]

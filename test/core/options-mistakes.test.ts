@@ -236,22 +236,22 @@ describe('adapters: a function where a policy value belongs throws at constructi
     [
       'name',
       () => 'x',
-      'fleetlimit: invalid option `name`: got a function; expected 1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit: of the policy options, only `limit` and `cost` may be functions of the request.',
+      'fleetlimit: invalid option `name`: got a function; expected 1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit: of the policy options, only `limit`, `cost` and `concurrency` may be functions of the request.',
     ],
     [
       'onStoreError',
       () => 'fail-open',
-      'fleetlimit: invalid option `onStoreError`: got a function; expected "fail-closed" or "fail-open": of the policy options, only `limit` and `cost` may be functions of the request.',
+      'fleetlimit: invalid option `onStoreError`: got a function; expected "fail-closed" or "fail-open": of the policy options, only `limit`, `cost` and `concurrency` may be functions of the request.',
     ],
     [
       'timeoutMs',
       () => 50,
-      "fleetlimit: invalid option `timeoutMs`: got a function; expected a duration such as 100 or '250ms': of the policy options, only `limit` and `cost` may be functions of the request.",
+      "fleetlimit: invalid option `timeoutMs`: got a function; expected a duration such as 100 or '250ms': of the policy options, only `limit`, `cost` and `concurrency` may be functions of the request.",
     ],
     [
       'window',
       () => '1m',
-      "fleetlimit: invalid option `window`: got a function; expected a duration such as 60000 or '1m': of the policy options, only `limit` and `cost` may be functions of the request.",
+      "fleetlimit: invalid option `window`: got a function; expected a duration such as 60000 or '1m': of the policy options, only `limit`, `cost` and `concurrency` may be functions of the request.",
     ],
   ]
   for (const [option, value, message] of cases) {

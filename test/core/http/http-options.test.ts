@@ -21,6 +21,14 @@ describe('inlinePolicy: the policy options among an adapter’s options', () => 
     expect(inlinePolicy({ limit: () => 10, cost: () => 2, window: '1m' })).to.deep.equal({ window: '1m' })
   })
 
+  it('concurrency and slotTtlMs make a policy of their own, not the inline one', () => {
+    expect(inlinePolicy({ limit: 5, window: '1m', concurrency: 2, slotTtlMs: '5m' })).to.deep.equal({
+      limit: 5,
+      window: '1m',
+    })
+    expect(inlinePolicy({ concurrency: () => 2 })).to.deep.equal({})
+  })
+
   it('none for a policy object, or options left undefined', () => {
     const policy = definePolicy({ limit: 5, window: '1m' })
     expect(inlinePolicy({ policy, limit: undefined, window: undefined } as never)).to.deep.equal({})

@@ -1,8 +1,8 @@
 import { describe, type FleetlimitError, isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
-import type { RateLimiter } from '../limiter/limiter.js'
-import { MAX_LIMIT } from '../limiter/policy.js'
+import type { CallLimit, RateLimiter } from '../limiter/limiter.js'
+import { MAX_CONCURRENCY, MAX_LIMIT } from '../limiter/policy.js'
 import {
   createDefaultDenial,
   customBody,
@@ -22,6 +22,7 @@ import {
   type RequestInfo,
   resolveHttpOptions,
 } from './http-options.js'
+import { answeredDenial, deniedInFlightOnly } from './in-flight.js'
 import { addressTenant, ipTenant } from './ip.js'
 import { createSettler, type Settler } from './settle.js'
 
@@ -68,11 +69,13 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
 ): HttpLimiter<Req, Res> {
   const resolved = resolveHttpOptions(options)
   const { limiter, tenantOf, routeOf, skip, onLimited, onError, costOf, limitOf, unlimited, message } = resolved
-  const { statusCode, ipv6Subnet, maxCost, headerOptions } = resolved
+  const { statusCode, concurrencyStatusCode, ipv6Subnet, maxCost, headerOptions } = resolved
+  const { concurrencyOf, ownInFlight, rateName, inFlight } = resolved
   const counted = countedBy(limiter)
   const warnOnce = createWarnOnce(resolved.logger, warned)
   const addressWarnings = createAddressWarnings(framework, warnOnce)
   const defaultDenial = createDefaultDenial(statusCode)
+  const busyDenial = concurrencyStatusCode === statusCode ? defaultDenial : createDefaultDenial(concurrencyStatusCode)
   const settler = createSettler(resolved, warnOnce)
 
   /** The default tenant: the client address, grouped; a value that is not an address is kept, and said once. */
@@ -92,7 +95,15 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
 
   // No function of the request's to call: a request goes from its info to the limiter and to its answer with no
   // promise but the limiter's and no closure. The same steps as decide(), without the options it has not.
-  const direct = !skip && !tenantOf && !routeOf && !costOf && !limitOf && !onLimited && typeof message !== 'function'
+  const direct =
+    !skip &&
+    !tenantOf &&
+    !routeOf &&
+    !costOf &&
+    !limitOf &&
+    !concurrencyOf &&
+    !onLimited &&
+    typeof message !== 'function'
   const routes = createRouteNames()
 
   function decideDirect(info: RequestInfo): Promise<HttpOutcome> {
@@ -113,14 +124,22 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
    * read by onLimited and a message function, which a direct decision has not.
    */
   function answer(decision: Decision, req?: Req): HttpOutcome | Promise<HttpOutcome> {
-    const headers = rateLimitHeaders(decision, headerOptions)
     if (decision.allowed) {
+      const headers = rateLimitHeaders(decision, headerOptions)
       // A shadow policy's denial is reported as a denial is, and let through.
       if (decision.shadowDenied && onLimited) return reportShadow(req as Req, decision, headers)
       return through(headers, decision)
     }
-    if (!onLimited && message === undefined) return respond(statusCode, headers, defaultDenial(decision), decision)
-    return deny(req as Req, decision, headers)
+    // The client is told a slot's wait as a client can use it (see answeredDenial): in the headers and the body,
+    // a message function's too. The handler and onLimited get the limiter's decision.
+    const busy = inFlight.size > 0 && deniedInFlightOnly(decision, inFlight)
+    const told = inFlight.size > 0 ? answeredDenial(decision, inFlight) : decision
+    const headers = rateLimitHeaders(told, headerOptions)
+    const status = busy ? concurrencyStatusCode : statusCode
+    if (!onLimited && message === undefined) {
+      return respond(status, headers, (busy ? busyDenial : defaultDenial)(told), decision)
+    }
+    return deny(req as Req, decision, headers, status, told)
   }
 
   const through = (headers: Record<string, string>, decision: Decision): HttpOutcome => ({
@@ -134,10 +153,17 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     return through(headers, decision)
   }
 
-  async function deny(req: Req, decision: Decision, headers: Record<string, string>): Promise<HttpOutcome> {
+  async function deny(
+    req: Req,
+    decision: Decision,
+    headers: Record<string, string>,
+    status: number,
+    told: Decision,
+  ): Promise<HttpOutcome> {
     if (onLimited) await onLimited(req, decision)
-    const body = message === undefined ? defaultDenial(decision) : await customDenial(req, decision)
-    return respond(statusCode, headers, body, decision)
+    const body =
+      message !== undefined ? await customDenial(req, told) : (status === statusCode ? defaultDenial : busyDenial)(told)
+    return respond(status, headers, body, decision)
   }
 
   async function decide(req: Req, info: RequestInfo): Promise<HttpOutcome> {
@@ -161,15 +187,30 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     }
     // Under the policies' own limits, a cost is checked here, under the name of the function that gave it.
     if (cost !== undefined) checkInteger(cost, 'cost(req)', 1, limit === undefined ? maxCost : MAX_LIMIT)
+    const concurrency = concurrencyOf ? await concurrencyOf(req) : undefined
+    if (concurrencyOf) checkInteger(concurrency, 'concurrency(req)', 1, MAX_CONCURRENCY)
+    const limits = callLimit(limit, concurrency)
 
     const key = { tenant, ...(route !== undefined && { route }) }
     const call = limiter.consume(
       key,
-      cost === undefined && limit === undefined
+      cost === undefined && limits === undefined
         ? undefined
-        : { ...(cost !== undefined && { cost }), ...(limit !== undefined && { limit }) },
+        : { ...(cost !== undefined && { cost }), ...(limits !== undefined && { limit: limits }) },
     )
     return call.then((decision) => answer(decision, req), storeFailure)
+  }
+
+  /**
+   * The call's limits with the `concurrency` option's in-flight policy beside the others: by policy name, a bare
+   * number from limit(req) being the one other policy's, and concurrency(req) the in-flight policy's.
+   */
+  function callLimit(limit: CallLimit | undefined, concurrency: number | undefined): CallLimit | undefined {
+    if (ownInFlight === undefined) return limit
+    const byName = typeof limit === 'number' && rateName !== undefined ? { [rateName]: limit } : limit
+    // A bare number with several policies beside it: the limiter refuses it, as it names no policy.
+    if (concurrency === undefined || typeof byName === 'number') return byName
+    return { ...byName, [ownInFlight]: concurrency }
   }
 
   /** A request that could not be decided on: what onError says, else the default for the error. */

@@ -12,6 +12,7 @@ import type { Decision } from '../limiter/decision.js'
 import { type CallLimit, createRateLimiter, type Logger, type RateLimiter } from '../limiter/limiter.js'
 import type { LocalOptions } from '../limiter/local-tier.js'
 import {
+  definePolicy,
   MAX_LIMIT,
   POLICY_ACCEPTS,
   POLICY_OPTION_NAMES,
@@ -21,6 +22,7 @@ import {
 } from '../limiter/policy.js'
 import type { Store } from '../store/store.js'
 import type { HeaderOptions, HeaderStandard } from './headers.js'
+import { inFlightPolicy } from './in-flight.js'
 
 type MaybePromise<T> = T | Promise<T>
 
@@ -34,7 +36,8 @@ export type RequestErrorAction = 'respond' | 'allow' | 'throw'
  * The options every adapter's `rateLimit` takes; `Req` is the framework's request (or context), `Res` its
  * response (Koa's is the context again).
  */
-export interface HttpRateLimitOptions<Req, Res = unknown> extends Partial<Omit<PolicyOptions, 'cost' | 'limit'>> {
+export interface HttpRateLimitOptions<Req, Res = unknown>
+  extends Partial<Omit<PolicyOptions, 'cost' | 'limit' | 'concurrency'>> {
   /**
    * The most units admitted in any window: a number, or a function of the request for per-tenant plans (its
    * result is this request's limit, validated per request: a number, or with several policies a map from
@@ -42,6 +45,27 @@ export interface HttpRateLimitOptions<Req, Res = unknown> extends Partial<Omit<P
    * `plan-per-<window ms>ms`.
    */
   limit?: number | ((req: Req) => MaybePromise<CallLimit>)
+  /**
+   * At most this many requests in flight per key (tenant and route), fleet-wide: a whole number, or a function of
+   * the request for per-tenant limits (its result is this request's, validated per request). It adds an in-flight
+   * policy to the request's policies, decided in the same store call: alone (`rateLimit({ concurrency: 3 })`),
+   * beside inline policy options, `policy` or `policies`, not `limiter` (give its limiter an in-flight policy,
+   * `definePolicy({ concurrency })`, which is honoured the same way). Its name is `<n>-in-flight` (`in-flight`
+   * for a function; an in-flight limit alone takes the inline `name`); it fails open, counts per tenant, or only
+   * measures when every other policy does, and its deadline is theirs. An admitted request's slot is released
+   * once, when its response finishes, or its client goes away first (a handler that throws ends in the
+   * framework's error response); a slot never released (a process that died) comes back after `slotTtlMs`
+   * (default 1 minute: set it above your longest request, or keep a long one's slot with
+   * `req.rateLimit.extend()`). A full route answers `concurrencyStatusCode`, with a Retry-After of 1 s (a slot may
+   * come back at any moment), or a rate policy's longer wait when it denies too.
+   */
+  concurrency?: number | ((req: Req) => MaybePromise<number>)
+  /**
+   * Status of a denial by in-flight policies alone (`concurrency`, or in-flight policies in `policies`): 503 to
+   * say the server is busy rather than that the client sent too much. A denial by a rate policy answers
+   * `statusCode`. Default: `statusCode` (429).
+   */
+  concurrencyStatusCode?: number
   /** Where the windows live (default: a memory store). Not with `limiter`. */
   store?: Store
   /**
@@ -85,9 +109,12 @@ export interface HttpRateLimitOptions<Req, Res = unknown> extends Partial<Omit<P
    * throws or returns no boolean leaves the request counted, and is logged once.
    */
   requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>
-  /** Status of a denial. Default 429. */
+  /** Status of a denial (one by in-flight policies alone: `concurrencyStatusCode`). Default 429. */
   statusCode?: number
-  /** Body of a denial: text, a JSON value, or a function of the request and decision. Default: problem+json. */
+  /**
+   * Body of a denial: text, a JSON value, or a function of the request and decision (its wait as Retry-After
+   * tells it: see `concurrency`). Default: problem+json.
+   */
   message?: string | object | ((req: Req, decision: Decision) => MaybePromise<string | object>)
   /** Prefix length that groups IPv6 clients into one tenant. Default 56. */
   ipv6Subnet?: number
@@ -157,6 +184,7 @@ const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
   skipSuccessfulRequests: true,
   requestWasSuccessful: true,
   statusCode: true,
+  concurrencyStatusCode: true,
   message: true,
   ipv6Subnet: true,
   logger: true,
@@ -165,12 +193,18 @@ const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
 })
 
 /** Policy options an adapter takes as a function of the request; any other one given as a function is an error. */
-const REQUEST_FUNCTIONS = new Set<string>(['limit', 'cost'])
+const REQUEST_FUNCTIONS = new Set<string>(['limit', 'cost', 'concurrency'])
 
 /**
- * Checks the option names (a peer's familiar name gets ours) and that no policy option but `limit` and `cost` is
- * a function: what `createHttpLimiter` checks first, for an adapter that builds its limiters later (Fastify's
- * per-route policies).
+ * The options that make the adapter's own in-flight policy rather than the inline policy: `concurrency` is a
+ * policy of its own beside the rate policy, and `slotTtlMs` its slots' life.
+ */
+const IN_FLIGHT_OPTIONS = new Set<string>(['concurrency', 'slotTtlMs'])
+
+/**
+ * Checks the option names (a peer's familiar name gets ours) and that no policy option but `limit`, `cost` and
+ * `concurrency` is a function: what `createHttpLimiter` checks first, for an adapter that builds its limiters
+ * later (Fastify's per-route policies).
  */
 export function checkHttpOptions<Req, Res>(options: HttpRateLimitOptions<Req, Res>): void {
   checkOptionNames(options, 'rateLimit', ADAPTER_OPTION_NAMES)
@@ -180,7 +214,7 @@ export function checkHttpOptions<Req, Res>(options: HttpRateLimitOptions<Req, Re
     throw new OptionError(
       name,
       value,
-      `${POLICY_ACCEPTS[name as keyof typeof POLICY_ACCEPTS]}: of the policy options, only \`limit\` and \`cost\` may be functions of the request`,
+      `${POLICY_ACCEPTS[name as keyof typeof POLICY_ACCEPTS]}: of the policy options, only \`limit\`, \`cost\` and \`concurrency\` may be functions of the request`,
     )
   }
 }
@@ -204,7 +238,15 @@ export interface ResolvedHttpOptions<Req, Res> {
   readonly limitOf: Exclude<Options<Req, Res>['limit'], number>
   /** The inline policy's name when limit(req) gives it its only limit: a map from limit(req) must name it. */
   readonly unlimited: string | undefined
+  readonly concurrencyOf: Exclude<Options<Req, Res>['concurrency'], number>
+  /** The name of the in-flight policy the `concurrency` option added, if any. */
+  readonly ownInFlight: string | undefined
+  /** With `ownInFlight`: the one policy beside it, which a bare number from limit(req) limits. */
+  readonly rateName: string | undefined
+  /** The limiter's in-flight policies, by name: their admissions hold slots until the response ends. */
+  readonly inFlight: ReadonlySet<string>
   readonly statusCode: number
+  readonly concurrencyStatusCode: number
   readonly ipv6Subnet: number
   readonly message: Options<Req, Res>['message']
   readonly logger: Logger
@@ -216,7 +258,7 @@ export interface ResolvedHttpOptions<Req, Res> {
 /** Checks an adapter's options once, each in turn (the first bad one is the one named), and builds or takes its limiter. */
 export function resolveHttpOptions<Req, Res>(options: Options<Req, Res>): ResolvedHttpOptions<Req, Res> {
   checkHttpOptions(options)
-  const limiter = resolveLimiter(options)
+  const { limiter, ownInFlight, rateName, unlimited } = resolveLimiter(options)
   const tenantOf = optionalFunction(options.tenant, 'tenant')
   const routeOf = optionalFunction(options.route, 'route')
   const skip = optionalFunction(options.skip, 'skip')
@@ -234,13 +276,17 @@ export function resolveHttpOptions<Req, Res>(options: Options<Req, Res>): Resolv
   }
   const costOf = optionalFunction(typeof options.cost === 'function' ? options.cost : undefined, 'cost')
   const limitOf = optionalFunction(typeof options.limit === 'function' ? options.limit : undefined, 'limit')
-  // With inline options, limit(req) gives the policy its only limit (its own is the MAX_LIMIT ceiling): a map
-  // must name it, or every request it leaves out would be admitted a billion times.
-  const unlimited = limitOf && Object.keys(inlinePolicy(options)).length > 0 ? limiter.policy.name : undefined
+  const concurrencyOf = typeof options.concurrency === 'function' ? options.concurrency : undefined
   const standard: HeaderStandard | false =
     options.headers === false ? false : checkOneOf(options.headers ?? 'draft-8', 'headers', STANDARDS)
   const legacy = checkBoolean(options.legacyHeaders ?? false, 'legacyHeaders')
   const statusCode = checkInteger(options.statusCode ?? 429, 'statusCode', 400, 599)
+  const concurrencyStatusCode = checkInteger(
+    options.concurrencyStatusCode ?? statusCode,
+    'concurrencyStatusCode',
+    400,
+    599,
+  )
   const ipv6Subnet = checkInteger(options.ipv6Subnet ?? 56, 'ipv6Subnet', 1, 128)
   const message = options.message
   if (message === null || !['undefined', 'string', 'object', 'function'].includes(typeof message)) {
@@ -249,6 +295,8 @@ export function resolveHttpOptions<Req, Res>(options: Options<Req, Res>): Resolv
   const logger = options.logger ?? console
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
+  const slotPolicies = limiter.policies.filter((p) => p.concurrency !== undefined)
+  const rates = limiter.policies.filter((p) => p.concurrency === undefined)
 
   return Object.freeze({
     limiter,
@@ -263,66 +311,129 @@ export function resolveHttpOptions<Req, Res>(options: Options<Req, Res>): Resolv
     costOf,
     limitOf,
     unlimited,
+    concurrencyOf,
+    ownInFlight,
+    rateName,
+    inFlight: new Set(slotPolicies.map((p) => p.name)),
     statusCode,
+    concurrencyStatusCode,
     ipv6Subnet,
     message,
     logger,
-    maxCost: Math.min(...limiter.policies.map((p) => p.limit)),
+    // A request takes one slot of an in-flight policy whatever its cost.
+    maxCost: rates.length === 0 ? MAX_LIMIT : Math.min(...rates.map((p) => p.limit)),
     headerOptions: { standard, legacy, windows: new Map(limiter.policies.map((p) => [p.name, p.window])) },
   })
 }
 
 /**
  * The inline policy options among an adapter's options: a `cost` or `limit` function is the adapter's, not the
- * policy's (checkHttpOptions rejects any other function).
+ * policy's (checkHttpOptions rejects any other function), and `concurrency` with `slotTtlMs` make a policy of
+ * their own.
  */
 export function inlinePolicy<Req, Res>(options: HttpRateLimitOptions<Req, Res>): Partial<PolicyOptions> {
   const entries = POLICY_OPTION_NAMES.flatMap((name) => {
     const value = options[name]
-    return value === undefined || (typeof value === 'function' && REQUEST_FUNCTIONS.has(name))
+    return value === undefined ||
+      IN_FLIGHT_OPTIONS.has(name) ||
+      (typeof value === 'function' && REQUEST_FUNCTIONS.has(name))
       ? []
       : [[name, value] as const]
   })
   return Object.fromEntries(entries)
 }
 
-function resolveLimiter<Req, Res>(options: HttpRateLimitOptions<Req, Res>): RateLimiter {
+/** The limiter an adapter decides with, and how a request's own limits map onto its policies. */
+interface LimiterSetup {
+  readonly limiter: RateLimiter
+  /** See ResolvedHttpOptions. */
+  readonly unlimited: string | undefined
+  readonly ownInFlight: string | undefined
+  readonly rateName: string | undefined
+}
+
+function resolveLimiter<Req, Res>(options: HttpRateLimitOptions<Req, Res>): LimiterSetup {
+  const { concurrency, slotTtlMs } = options
+  if (slotTtlMs !== undefined && concurrency === undefined) {
+    throw new OptionError('slotTtlMs', slotTtlMs, 'no slotTtlMs without `concurrency`: it is the life of its slots')
+  }
   const inline = inlinePolicy(options)
-  if (typeof options.limit === 'function' && Object.keys(inline).length > 0) {
+  const perRequestLimit = typeof options.limit === 'function'
+  if (perRequestLimit && Object.keys(inline).length > 0) {
     // Each request names its limit: the policy's is only the ceiling, and its name does not carry a number.
     inline.limit = MAX_LIMIT
     if (inline.window !== undefined) inline.name ??= `plan-per-${parseDuration(inline.window, 'window')}ms`
   }
+  // Beside `concurrency`, inline options without a limit or window are those of the in-flight limit alone.
+  const inlineRate =
+    Object.keys(inline).length > 0 &&
+    (concurrency === undefined || inline.limit !== undefined || inline.window !== undefined)
   const sources = [
     options.limiter !== undefined && 'limiter',
     options.policy !== undefined && 'policy',
     options.policies !== undefined && 'policies',
-    Object.keys(inline).length > 0 && Object.keys(inline).join(', '),
+    inlineRate && Object.keys(inline).join(', '),
   ].filter((source): source is string => source !== false)
-  if (sources.length !== 1) {
+  // An in-flight limit alone needs no other source, unless limit(req) is there to set a rate policy's limit.
+  const alone = concurrency !== undefined && sources.length === 0 && !perRequestLimit
+  if (sources.length !== 1 && !alone) {
     throw new OptionError(
       sources.length === 0 ? 'limit' : sources.join(' + '),
       undefined,
       'exactly one of: inline policy options (limit, window, …), `policy`, `policies` or `limiter`',
     )
   }
+  // With inline options, limit(req) gives the policy its only limit (its own is the MAX_LIMIT ceiling): a map
+  // must name it, or every request it leaves out would be admitted a billion times.
+  const inlineUnlimited = perRequestLimit && inlineRate
   if (options.limiter !== undefined) {
     const limiter = options.limiter as Partial<RateLimiter>
     if (typeof limiter.consume !== 'function' || !Array.isArray(limiter.policies)) {
       throw new OptionError('limiter', options.limiter, 'a limiter made by createRateLimiter')
     }
     if (options.store !== undefined) throw new OptionError('store', options.store, 'no store beside `limiter`')
-    return options.limiter
+    if (concurrency !== undefined) {
+      throw new OptionError(
+        'concurrency',
+        concurrency,
+        'no concurrency beside `limiter`: give the limiter an in-flight policy, definePolicy({ concurrency })',
+      )
+    }
+    return { limiter: options.limiter, unlimited: undefined, ownInFlight: undefined, rateName: undefined }
   }
   const base = {
     ...(options.store !== undefined && { store: options.store }),
     ...(options.logger !== undefined && { logger: options.logger }),
     ...(options.local !== undefined && { local: options.local }),
   }
-  if (options.policies !== undefined) return createRateLimiter({ ...base, policies: options.policies })
   const { policy } = options
-  if (policy === undefined) return createRateLimiter({ ...base, ...inline })
-  if (typeof policy !== 'object' || policy === null) throw new OptionError('policy', policy, 'a policy object')
-  // As one of `policies`, not spread: a policy object is used as it is (its durations as they were written).
-  return createRateLimiter({ ...base, policies: [policy] })
+  if (policy !== undefined && (typeof policy !== 'object' || policy === null)) {
+    throw new OptionError('policy', policy, 'a policy object')
+  }
+  if (concurrency === undefined) {
+    const limiter =
+      options.policies !== undefined
+        ? createRateLimiter({ ...base, policies: options.policies })
+        : policy === undefined
+          ? createRateLimiter({ ...base, ...inline })
+          : // As one of `policies`, not spread: a policy object is used as it is (its durations as they were written).
+            createRateLimiter({ ...base, policies: [policy] })
+    const unlimited = inlineUnlimited ? limiter.policy.name : undefined
+    return { limiter, unlimited, ownInFlight: undefined, rateName: undefined }
+  }
+  const listed = options.policies ?? (policy !== undefined ? [policy] : inlineRate ? [inline] : [])
+  if (!Array.isArray(listed)) {
+    throw new OptionError('policies', listed, 'an array of 1 to 8 policies (definePolicy objects)')
+  }
+  const given = listed.map((p) => definePolicy(p))
+  const rates = given.filter((p) => p.concurrency === undefined)
+  const own = inFlightPolicy(concurrency, slotTtlMs, rates, alone ? inline : undefined)
+  // After the others: the limiter's first policy (its `policy`, the keys' and headers' first) stays the rate's.
+  const limiter = createRateLimiter({ ...base, policies: [...given, own] })
+  return {
+    limiter,
+    unlimited: inlineUnlimited ? (given[0] as Policy).name : undefined,
+    ownInFlight: own.name,
+    rateName: given.length === 1 ? (given[0] as Policy).name : undefined,
+  }
 }

@@ -6,6 +6,13 @@ import type { ResolvedHttpOptions } from './http-options.js'
 
 /** What `settle` did, since this HTTP limiter was created. */
 export interface HttpLimiterStats {
+  /** In-flight slots given back at the end of their requests (`concurrency`, in-flight policies). */
+  readonly releases: number
+  /**
+   * Releases the store failed: such a slot is held until it expires (`slotTtlMs`); the limiter logs the first
+   * failure of an outage.
+   */
+  readonly releaseErrors: number
   /** Requests whose units were given back (skipFailedRequests, skipSuccessfulRequests). */
   readonly refunds: number
   /**
@@ -64,14 +71,15 @@ export function onResponseEnd(res: NodeResponse, ended: Ended): void {
 /** What an HTTP limiter does once a response has ended. */
 export interface Settler<Req, Res> {
   /**
-   * `skipFailedRequests` or `skipSuccessfulRequests` is set: an admitted request's decision is to be settled
-   * once its response ends. Adapters listen for the end only then.
+   * `skipFailedRequests` or `skipSuccessfulRequests` is set, or a policy is in-flight: an admitted request's
+   * decision is to be settled once its response ends. Adapters listen for the end only then.
    */
   readonly settles: boolean
   /**
-   * Refunds an admitted decision's units if this request should not count: call it once, when the response has
-   * finished (`finished` true, with the status sent) or the connection closed before (`finished` false). Never
-   * rejects: a failed refund is counted in `stats().refundErrors`. Resolves to the refund made, or undefined.
+   * Releases an admitted decision's in-flight slots, and refunds its units if this request should not count:
+   * call it once, when the response has finished (`finished` true, with the status sent) or the connection
+   * closed before (`finished` false). Never rejects: a failed release or refund is counted in `stats()`. Resolves
+   * (once both are done) to the refund made, or undefined.
    */
   settle(
     req: Req,
@@ -84,29 +92,55 @@ export interface Settler<Req, Res> {
 }
 
 export function createSettler<Req, Res>(
-  { limiter, skipFailed, skipSuccessful, wasSuccessful }: ResolvedHttpOptions<Req, Res>,
+  { limiter, skipFailed, skipSuccessful, wasSuccessful, inFlight }: ResolvedHttpOptions<Req, Res>,
   warnOnce: WarnOnce,
 ): Settler<Req, Res> {
-  const counters = { refunds: 0, refundErrors: 0 }
+  const counters = { releases: 0, releaseErrors: 0, refunds: 0, refundErrors: 0 }
+  const refunds = skipFailed || skipSuccessful
+  const releases = inFlight.size > 0
   return {
-    settles: skipFailed || skipSuccessful,
+    settles: refunds || releases,
     async settle(req, res, decision, finished, status) {
-      if (!(skipFailed || skipSuccessful) || !decision?.allowed) return undefined
-      // A closed connection is a failure, whatever the function would say of a response never sent.
-      const succeeded = finished ? await successOf(req, res, status) : false
-      if (succeeded === undefined || !(succeeded ? skipSuccessful : skipFailed)) return undefined
-      try {
-        const result = await limiter.refund(decision)
-        if (result.outcome === 'refunded') counters.refunds++
-        return result
-      } catch {
-        // The limiter logged the failure, and whether the units stayed (once an outage); the request is over:
-        // nothing to throw to.
-        counters.refundErrors++
-        return undefined
-      }
+      if (!decision?.allowed) return undefined
+      // At once, whatever requestWasSuccessful takes: a freed slot admits a waiting request anywhere.
+      const released = releases ? release(decision) : undefined
+      const refunded = refunds ? refund(req, res, decision, finished, status) : undefined
+      await released
+      return refunded
     },
     stats: () => ({ ...counters }),
+  }
+
+  async function release(decision: Decision): Promise<void> {
+    try {
+      const result = await limiter.release(decision)
+      counters.releases += result.slots
+    } catch {
+      // The limiter logged the failure (once an outage); the slot comes back when it expires.
+      counters.releaseErrors++
+    }
+  }
+
+  async function refund(
+    req: Req,
+    res: Res,
+    decision: Decision,
+    finished: boolean,
+    status: number,
+  ): Promise<RefundResult | undefined> {
+    // A closed connection is a failure, whatever the function would say of a response never sent.
+    const succeeded = finished ? await successOf(req, res, status) : false
+    if (succeeded === undefined || !(succeeded ? skipSuccessful : skipFailed)) return undefined
+    try {
+      const result = await limiter.refund(decision)
+      if (result.outcome === 'refunded') counters.refunds++
+      return result
+    } catch {
+      // The limiter logged the failure, and whether the units stayed (once an outage); the request is over:
+      // nothing to throw to.
+      counters.refundErrors++
+      return undefined
+    }
   }
 
   /** Whether a finished request succeeded; undefined (it stays counted) when requestWasSuccessful fails. */

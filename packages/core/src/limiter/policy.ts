@@ -164,6 +164,8 @@ export const MAX_HOLD_MS = 2_147_483_647
 
 /** The largest limit a policy (or a call) may name. */
 export const MAX_LIMIT = 1_000_000_000
+/** The most calls in flight a policy may allow per key. */
+export const MAX_CONCURRENCY = 1_000_000
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 /** A call's cost: a whole number from 1 to the limit. A call's work does not grow with it, in any store. */
@@ -277,7 +279,7 @@ const MAX_SLOT_TTL_MS = 2_147_483_647
  * headers and keys treat it as a window of slots. A rate's options that mean nothing for slots are refused.
  */
 function resolveInFlightPolicy(options: PolicyOptions): Policy {
-  const concurrency = checkInteger(options.concurrency, 'concurrency', 1, 1_000_000)
+  const concurrency = checkInteger(options.concurrency, 'concurrency', 1, MAX_CONCURRENCY)
   const slotTtlMs = parseDuration(options.slotTtlMs ?? 60_000, 'slotTtlMs', { min: 1, max: MAX_SLOT_TTL_MS })
   // A spread in-flight policy carries its own limit and window: the same values are accepted.
   if (options.limit !== undefined && options.limit !== concurrency)
