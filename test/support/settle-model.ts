@@ -1,4 +1,12 @@
+import { expect } from 'chai'
 import fc from 'fast-check'
+
+/** The check both stores' model tests use: equal, with both sides in the message when not. */
+export function exactly(actual: unknown, expected: unknown, what: string): void {
+  expect(actual, `${what}: got ${JSON.stringify(actual)}, the model says ${JSON.stringify(expected)}`).to.deep.equal(
+    expected,
+  )
+}
 
 /**
  * The reference model of a call of rate windows with their own costs and an in-flight window, with settles and

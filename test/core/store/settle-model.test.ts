@@ -4,6 +4,7 @@ import { memoryStore } from '../../../packages/core/src/store/memory-store.js'
 import type { WindowResult } from '../../../packages/core/src/store/store.js'
 import {
   compareSettleModel,
+  exactly,
   type ModelResult,
   type SettleSubject,
   settleConfig,
@@ -76,7 +77,7 @@ describe('memoryStore against the reference model of settles and slots (fast-che
           steps,
           1000,
           1_700_000_000_000_000,
-          (actual, expected, what) => expect(actual, what).to.deep.equal(expected),
+          exactly,
           seen,
         )
       }),
