@@ -8,6 +8,8 @@ import { accuracy } from './accuracy.js'
 import { clusterFailover } from './cluster.js'
 import { decisions } from './decisions.js'
 import { failure } from './failure.js'
+import { handover } from './handover.js'
+import { inFlight } from './in-flight.js'
 import { inProcess } from './in-process.js'
 import { load } from './load.js'
 import { local } from './local.js'
@@ -28,6 +30,8 @@ const parts: Record<string, () => Promise<PartResult>> = {
   cluster: () => clusterFailover(),
   decisions: () => decisions(),
   failure: () => failure(),
+  handover: () => handover(),
+  'in-flight': () => inFlight(),
   'in-process': () => inProcess(),
   load: () => load(),
   local: () => local(),

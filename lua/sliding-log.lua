@@ -7,20 +7,29 @@
 --             its tenant's hash tag; the keys of one run share one slot
 -- ARGV        the calls, in order: each ARGV one call or several concatenated (a store sends a run's calls as one
 --             argument: a client encodes each argument it sends). A call is binary, big-endian (numbers as doubles,
---             so that none is parsed from text); it names one key per window (c, p, z) or per entry released (r),
---             and one for a lease (l):
+--             so that none is parsed from text); it names one key per window (c, p, C, P, z), per entry released
+--             or settled (r, s), per slot (f, e), and one for a lease (l):
 --   '>Hc1dd'    size, op, units, deadline:
 --     size      the call's length in bytes, these two included
 --     op        'c' consume: record `units` in every enforced window, or in none if one lacks room
 --               'p' peek: decide for `units`, record nothing
+--               'C', 'P' consume, peek with a cost per window, and in-flight windows (slots: see below)
 --               'l' lease: reserve between `min` and `units` units of its one key (see below)
 --               'r' release: remove `units` units recorded at a given time from each key
+--               's' settle: add each key's delta to its units recorded at a given time (or remove -delta)
+--               'f' free: free slots, then PUBLISH their keys on the channel named by the call's last bytes
+--               'e' extend: keep slots held until `units` ms from now at least
 --               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
---     units     the cost (c, p), the most units to reserve (l), the units to remove (r), the ms (z)
+--     units     the cost (c, p; C, P: the largest window's), the most units to reserve (l), the units to remove
+--               (r), the slots (f), the ms (e, z)
 --     deadline  server time in µs after which nothing is recorded; 0 for none
 --   then per key (c, p, l, z) '>dddB': limit (a positive integer), window (ms, a positive integer), block (ms:
 --               once denied, the key is held that long; 0 for none), shadow (1 for a shadow window, several
 --               windows only: see below)
+--   or per key (C, P) '>ddddB': limit, window, block, units (this window's cost), flags (1 shadow, 2 slots)
+--   or per key (f, e) '>dd': a slot's id, 0
+--   or per key (s) '>ddd': the time its units were recorded at, its window (ms), delta; its last key is its
+--               marker with 0, 0, 0 (as a refund's)
 --   then (l only) '>ddd': min (the fewest units worth it), waitFor (on denial, the wait reported is until this
 --               many fit), ttl (ms: the lease's units may be used until now + ttl; at most 2^39 µs, or 2^47 µs
 --               with 10-byte entries: a longer lease fails, as an error about its key would)
@@ -30,14 +39,16 @@
 --               retry after a timeout) removes nothing more
 --
 -- Reply: one binary string, big-endian: each call's reply, call after call: '>bdI4', then '>bI4I6I6d' per window
--- (none for 'r' and 'z', nor past the deadline, nor after an error)
+-- ('>I4' for 's': the units each window holds after it; none for 'r', 'f', 'e' and 'z', nor past the deadline,
+-- nor after an error)
 --   status      1 admitted (granted, released, held) everywhere it is enforced; 0 denied (nothing released);
 --               -1 past the deadline; -2 an error about one of its keys (WRONGTYPE, say), which failed that call
 --               alone: its message follows, `units` bytes long; for 'r' only: 2 its marker was set (refunded
 --               already, nothing released), 3 an entry has more than MAX_RELEASE_TAIL entries after it (nothing
---               released)
+--               released); for 's' as for 'r' (0: no key holds the entry, nothing changed)
 --   nowUs       the server time of the decision, in µs (a double)
---   units       units recorded (c, l) or removed (r: the most removed from one key); 0 when none
+--   units       units recorded (c, C, l), removed (r: the most removed from one key) or moved (s: the most, either
+--               way), slots freed (f) or still held (e); 0 when none
 --   then for each window i: allowed_i (it alone has room), remaining_i (units left after this call),
 --   retryAfterMs_i (0 when it has room; else the exact wait, rounded up, until the cost fits and the key is not
 --   held: for a lease, until `waitFor` fits), resetMs_i (until the window holds no unit of the key; 0 when
@@ -72,6 +83,11 @@
 -- Shadow windows (a call of several): their decision is made and reported, but the call's admission depends on
 -- the enforced windows only; a shadow window records the call's units when the call is admitted and it has room
 -- itself, as it would if it were enforced.
+-- In-flight windows (slots, C and P only): a ZSET, each member a slot's id ('%d' of the server µs it was taken at,
+-- the next integer up if taken already), its score the slot's end (server µs; live while ahead of now). A call
+-- takes one slot whatever its cost: room is a live count under the limit, the wait until enough slots end for one
+-- more, the reset until the last ends; recordedUs_i is the slot's id. The key's TTL is its latest end. A consume,
+-- free or extend removes the ended slots of the keys it touches. 'f' and 'e' count a slot held only while live.
 --
 -- The server's clock decides (TIME): clock skew between application servers cannot widen a window.
 -- A denial records nothing; a call past its deadline records nothing (its caller gave up).
@@ -89,6 +105,8 @@ local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
 -- A call (see ARGV above).
 local CALL, WINDOW, LEASE = '>Hc1dd', '>dddB', '>dddBddd'
+-- A window of a call with a cost per window (C, P).
+local MIXED_WINDOW = '>ddddB'
 -- A call and its first window (one unpack: most calls have one).
 local CALL_WINDOW, CALL_WINDOW_SIZE = '>Hc1ddddd', 43
 -- Entries: 9 bytes, or 10 for a window over NARROW µs, and an entry with the header after it (what an admission
@@ -99,6 +117,8 @@ local WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE = 10, '>I6I4', '>I6I4dI
 -- The longest lease (µs) whose expiry an entry holds, past a base up to REBASE old (a limiter's is at most its window).
 local NARROW_LEASE, WIDE_LEASE = 2 ^ 39, 2 ^ 47
 local REPLY = '>bdI4bI4I6I6d'
+-- The bytes per key of the calls whose keys are not 25-byte windows (a free's follow `units`, then its channel).
+local per_key = { C = 33, P = 33, r = 16, e = 16, s = 24 }
 local M32 = 4294967296
 -- A release rewrites the entries recorded after the one it changes: at most this many (more: it releases nothing,
 -- and says so), so that its work stays bounded.
@@ -150,7 +170,11 @@ for a = 1, args do
     if single == nil then
       single = args == 1 and size == #A
     end
-    local nk = op == 'l' and 1 or (size - 19) / (op == 'r' and 16 or 25)
+    -- Its keys: one per window (25 bytes each), or as its op says (see per_key); a lease's one, a free's `units`.
+    local nk = (size - 19) / 25
+    if op ~= 'c' and op ~= 'p' then
+      nk = op == 'l' and 1 or op == 'f' and units or (size - 19) / (per_key[op] or 25)
+    end
     -- `at`: a denial by the fast path, whose reply follows the loop below (the time of the entry that must leave the
     -- window first, `used` the units in the window).
     local reply, at, used, rel
@@ -645,75 +669,198 @@ for a = 1, args do
             redis.call('SETRANGE', log.key, format('%d', log.n * log.form.e), header(log))
           end
 
-          return function(A, k, nk, op, units, cursor)
-            if op == 'r' then
-              -- Removes up to `units` units recorded at the given time from each key's entry of that time, if it is
-              -- still in the window. Every key is read before any is written: a refund that finds its marker set, or
-              -- an entry with more than MAX_RELEASE_TAIL entries after it, changes nothing.
-              local records, windows, marker = {}, nk, nil
+          -- A slot's id or end as Redis takes it (a number would be formatted with %.17g).
+          local function int(x)
+            return format('%d', x)
+          end
+
+          -- An in-flight window's answer for one more slot, read alike by a consume and a peek: allowed, remaining,
+          -- retryAfterMs, resetMs, then the slots held and the latest end (server µs; 0 when none is held). Twin: the
+          -- memory store's slot windows.
+          local function slots_answer(key, limit)
+            local after = format('(%d', now)
+            local held = redis.call('ZCOUNT', key, after, '+inf')
+            if held == 0 then
+              return 1, limit, 0, 0, 0, 0
+            end
+            local latest = tonumber(redis.call('ZREVRANGEBYSCORE', key, '+inf', after, 'WITHSCORES', 'LIMIT', 0, 1)[2])
+            local allowed, retry = 1, 0
+            if held >= limit then
+              -- One more fits once held - limit + 1 slots have ended: at the (held - limit + 1)-th soonest end.
+              local nth = redis.call('ZRANGEBYSCORE', key, after, '+inf', 'WITHSCORES', 'LIMIT', held - limit, 1)
+              allowed, retry = 0, ceil((tonumber(nth[2]) - now) / 1000)
+            end
+            return allowed, math.max(0, limit - held), retry, ceil((latest - now) / 1000), held, latest
+          end
+
+          -- Takes a slot for `window` µs (its ended ones removed first); its id: now, or the next integer up that no
+          -- slot has. The key lives until its latest end.
+          local function take_slot(key, window, latest)
+            local id = now
+            while redis.call('ZSCORE', key, int(id)) do
+              id = id + 1
+            end
+            local ends = now + window
+            redis.call('ZADD', key, int(ends), int(id))
+            if ends > latest then
+              redis.call('PEXPIREAT', key, int(ceil(ends / 1000)))
+            end
+            return id
+          end
+
+          return function(A, k, nk, op, units, cursor, last)
+            if op == 'r' or op == 's' then
+              -- Moves the units of each key's entry recorded at a given time, if still in the window: a release takes
+              -- up to `units` from each, a settle adds its delta (or takes up to -delta). A refund is a release under
+              -- a marker. Every key is read before any is written: a call that finds its marker set, or an entry with
+              -- more than MAX_RELEASE_TAIL entries after it, changes nothing. Twin: the memory log's refund and settle.
+              local settle = op == 's'
+              local records, windows, marker, marked = {}, nk, nil, false
               for j = 1, nk do
-                local recorded, window
-                recorded, window, cursor = unpack('>dd', A, cursor)
-                records[j] = { recorded, window }
+                local recorded, window, delta
+                if settle then
+                  recorded, window, delta, cursor = unpack('>ddd', A, cursor)
+                else
+                  recorded, window, cursor = unpack('>dd', A, cursor)
+                  delta = -units
+                end
+                records[j] = { recorded = recorded, window = window, delta = delta }
               end
-              if records[nk][2] == 0 then
+              if records[nk].window == 0 then
                 marker, windows = KEYS[k + nk - 1], nk - 1
-                if redis.call('EXISTS', marker) == 1 then
+                marked = redis.call('EXISTS', marker) == 1
+                if marked and not settle then
                   return pack('>bdI4', 2, now, 0)
                 end
               end
-              local removals, most, until_us = {}, 0, 0
+              local logs, moves = {}, {}
               for j = 1, windows do
-                local recorded = records[j][1]
-                local log = open(KEYS[k + j - 1], records[j][2] * 1000)
-                local removal = { log = log, removed = 0 }
+                logs[j] = open(KEYS[k + j - 1], records[j].window * 1000)
+                moves[j] = { by = 0 }
+              end
+              -- The reply; a settle's says how many units each window holds after it.
+              local function reply(status, most)
+                local parts = { pack('>bdI4', status, now, most) }
+                if settle then
+                  for j, log in ipairs(logs) do
+                    parts[j + 1] = pack('>I4', log.used + moves[j].by)
+                  end
+                end
+                return table.concat(parts)
+              end
+              if marked then
+                return reply(2, 0)
+              end
+              local most, held, until_us = 0, false, 0
+              for j, log in ipairs(logs) do
+                local recorded, delta, move = records[j].recorded, records[j].delta, moves[j]
                 local ts = log.n > 0 and recorded - log.base
                 if ts and ts > log.now - log.window and ts <= log.newest then
                   local first = search(log, log.head, log.n - 1, function(t)
                     return t >= ts
                   end)
                   if log.n - 1 - first > MAX_RELEASE_TAIL then
-                    return pack('>bdI4', 3, now, 0)
+                    for _, each in ipairs(moves) do
+                      each.by = 0
+                    end
+                    return reply(3, 0)
                   end
                   local from = math.max(first - 1, 0)
                   local tss, cums = entries_at(log, from, log.n - from)
                   local i = first - from + 1
                   if tss[i] == ts then
                     local before = first > 0 and cums[1] or log.cum0
-                    removal.removed = math.min(units, (cums[i] - before) % M32)
-                    removal.first, removal.i, removal.tss, removal.cums = first, i, tss, cums
+                    held = true
+                    move.by = delta < 0 and -math.min(-delta, (cums[i] - before) % M32) or delta
+                    move.first, move.i, move.tss, move.cums = first, i, tss, cums
                   end
                 end
                 -- The units count until then at the latest (server µs): a marker need not outlive them.
                 until_us = math.max(until_us, recorded + log.window)
-                removals[j] = removal
-                most = math.max(most, removal.removed)
+                most = math.max(most, math.abs(move.by))
               end
-              if most > 0 and marker then
+              -- A release that removes nothing changes nothing; a settle changes nothing when no window holds the entry.
+              local done = held and (settle or most > 0)
+              if not done then
+                for _, move in ipairs(moves) do
+                  move.by = 0
+                end
+                return reply(0, 0)
+              end
+              if marker then
                 redis.call('SET', marker, '1', 'PX', format('%d', ceil((until_us - now) / 1000)))
               end
-              for _, removal in ipairs(removals) do
-                local log, removed, first, tss, cums = removal.log, removal.removed, removal.first, removal.tss,
-                  removal.cums
-                if removed > 0 then
-                  -- Every running total from that entry on drops by the units removed, in the body and in the cache.
+              for j, log in ipairs(logs) do
+                local move = moves[j]
+                local by, first, tss, cums = move.by, move.first, move.tss, move.cums
+                if by ~= 0 then
+                  -- Every running total from that entry on moves by the units moved, in the body and in the cache.
                   local parts = {}
-                  for e = removal.i, #tss do
-                    parts[#parts + 1] = pack(log.form.entry, tss[e], (cums[e] - removed) % M32)
+                  for e = move.i, #tss do
+                    parts[#parts + 1] = pack(log.form.entry, tss[e], (cums[e] + by) % M32)
                   end
                   for e = 1, log.kc do
                     if log.head + e - 1 >= first then
-                      log.cum[e] = (log.cum[e] - removed) % M32
+                      log.cum[e] = (log.cum[e] + by) % M32
                     end
                   end
-                  log.total = (log.total - removed) % M32
+                  log.total = (log.total + by) % M32
                   local offset = format('%d', first * log.form.e)
                   redis.call('SETRANGE', log.key, offset, table.concat(parts) .. header(log))
                 end
               end
-              return pack('>bdI4', most > 0 and 1 or 0, now, most)
+              return reply(1, most)
             end
 
+            if op == 'f' or op == 'e' then
+              -- Frees slots, or keeps them held until now + `units` ms at least: only slots still held. Every slot's
+              -- end is read before any is written, so that an error about a key changes nothing. A free publishes the
+              -- keys it freed a slot of, so that every process's waiters on them ask again.
+              local ids, ends, latest = {}, {}, {}
+              for j = 1, nk do
+                local key, id, _ = KEYS[k + j - 1], nil, nil
+                id, _, cursor = unpack('>dd', A, cursor)
+                ids[j] = int(id)
+                local score = redis.call('ZSCORE', key, ids[j])
+                ends[j] = score and tonumber(score) or 0
+                if op == 'e' and not latest[key] then
+                  latest[key] = tonumber(redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')[2] or 0)
+                end
+              end
+              local count, swept, freed, published, extended = 0, {}, {}, {}, {}
+              for j = 1, nk do
+                local key = KEYS[k + j - 1]
+                if not swept[key] then
+                  swept[key] = true
+                  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
+                end
+                if ends[j] > now then
+                  if op == 'f' then
+                    if redis.call('ZREM', key, ids[j]) == 1 then
+                      count = count + 1
+                      if not freed[key] then
+                        freed[key] = true
+                        published[#published + 1] = key
+                      end
+                    end
+                  else
+                    count = count + 1
+                    local ending = math.max(ends[j], now + units * 1000)
+                    redis.call('ZADD', key, int(ending), ids[j])
+                    extended[key] = math.max(extended[key] or 0, ending)
+                  end
+                end
+              end
+              for key, ending in pairs(extended) do
+                if ending > latest[key] then
+                  redis.call('PEXPIREAT', key, int(ceil(ending / 1000)))
+                end
+              end
+              if #published > 0 then
+                redis.call('PUBLISH', string.sub(A, cursor, last), table.concat(published, ' '))
+              end
+              return pack('>bdI4', 1, now, count)
+            end
             if op == 'z' then
               local logs = {}
               for j = 1, nk do
@@ -745,29 +892,51 @@ for a = 1, args do
               return pack(REPLY, 0, now, 0, allowed, remaining, retry, reset, 0)
             end
 
-            -- Every window of the call: decided, then recorded only if each enforced one admits; a window that lacked
-            -- room for a consume is held for its block.
+            -- Every window of the call: decided, then recorded only if each enforced one admits (a window its own cost,
+            -- for C and P; an in-flight window one slot); a window that lacked room for a consume is held for its block.
+            local mixed, consume = op == 'C' or op == 'P', op == 'c' or op == 'C'
             local logs, answers, fits = {}, {}, true
             for i = 1, nk do
-              local limit, window, block, shadow
-              limit, window, block, shadow, cursor = unpack(WINDOW, A, cursor)
-              local log = open(KEYS[k + i - 1], window * 1000)
-              local a = { answer(log, limit, units) }
-              shadow = shadow == 1
-              a[6], a[7] = shadow, block * 1000
+              local limit, window, block, cost, flags
+              if mixed then
+                limit, window, block, cost, flags, cursor = unpack(MIXED_WINDOW, A, cursor)
+              else
+                limit, window, block, flags, cursor = unpack(WINDOW, A, cursor)
+                cost = units
+              end
+              local key, log, a = KEYS[k + i - 1], nil, nil
+              if flags >= 2 then
+                a = { slots_answer(key, limit) }
+                log = { key = key, window = window * 1000, slots = true, latest = a[6] }
+                a[5], a[7] = a[1] == 1, 0
+              else
+                log = open(key, window * 1000)
+                a = { answer(log, limit, cost) }
+                a[7] = block * 1000
+              end
+              local shadow = flags % 2 == 1
+              a[6], a[8] = shadow, cost
               logs[i], answers[i] = log, a
               if a[1] == 0 and not (shadow and nk > 1) then
                 fits = false
               end
             end
-            local recorded = fits and op == 'c'
+            local recorded = fits and consume
             local reply = { pack('>bdI4', fits and 1 or 0, now, recorded and units or 0) }
             for i, log in ipairs(logs) do
               local a, at = answers[i], 0
-              if recorded and a[1] == 1 then
-                at = record(log, units, now)
-                a[2], a[4] = a[2] - units, ceil((log.newest + log.window - log.now) / 1000)
-              elseif op == 'c' and not a[5] and a[7] > 0 then
+              if log.slots then
+                if consume then
+                  redis.call('ZREMRANGEBYSCORE', log.key, '-inf', int(now))
+                end
+                if recorded and a[1] == 1 then
+                  at = take_slot(log.key, log.window, log.latest)
+                  a[2], a[4] = a[2] - 1, ceil((math.max(log.latest, now + log.window) - now) / 1000)
+                end
+              elseif recorded and a[1] == 1 then
+                at = record(log, a[8], now)
+                a[2], a[4] = a[2] - a[8], ceil((log.newest + log.window - log.now) / 1000)
+              elseif consume and not a[5] and a[7] > 0 then
                 hold_until(log, now + a[7])
                 a[3] = math.max(a[3], ceil(a[7] / 1000))
               end
@@ -777,7 +946,7 @@ for a = 1, args do
           end
         end)()
       end
-      local ok, result = pcall(general, A, k, nk, op, units, cursor)
+      local ok, result = pcall(general, A, k, nk, op, units, cursor, pos + size - 1)
       reply = result
       if not ok then
         local message = type(result) == 'table' and tostring(result.err) or tostring(result)

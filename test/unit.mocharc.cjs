@@ -41,5 +41,6 @@ module.exports = {
     'test/adapters/shared-limiter.test.ts',
     'test/failure/circuit-breaker.test.ts',
     'test/docs/links.test.ts',
+    'test/examples/llm-gateway-upstream.test.ts',
   ],
 }

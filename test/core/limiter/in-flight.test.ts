@@ -109,6 +109,23 @@ describe('in-flight policies', () => {
         expect(order).to.deep.equal(['first', 'second'])
       })
 
+      it('a waiter whose deadline comes before the slots expire still waits for a release', async () => {
+        const limiter = createRateLimiter({ store, policies: [rpm, parallel] })
+        const held = await limiter.consume('acme')
+        await limiter.consume('acme')
+        // The wait reported is until a slot expires (a minute), but a release may come any time before.
+        const waiting = limiter.acquire('acme', { maxWaitMs: '10s' })
+        expect(await settledYet(waiting)).to.equal(false)
+        const second = limiter.acquire('acme', { maxWaitMs: '5s' })
+        expect(await settledYet(second)).to.equal(false)
+        await limiter.release(held)
+        const first = await waiting
+        expect(first.allowed).to.equal(true)
+        expect(await settledYet(second)).to.equal(false)
+        await limiter.release(first)
+        expect((await second).allowed).to.equal(true)
+      })
+
       it('a waiter that gives up leaves no slot behind', async () => {
         const limiter = createRateLimiter({ store, policies: [parallel] })
         const held = [await limiter.consume('acme'), await limiter.consume('acme')]
@@ -156,7 +173,7 @@ describe('in-flight policies', () => {
         expect(next.policy).to.equal('tpm')
         // A refund after a settle gives back the settled units.
         expect(await limiter.refund(b)).to.deep.equal({ units: 1_300, outcome: 'refunded' })
-        expect((await limiter.peek('acme')).policies?.map((d) => d.remaining)).to.deep.equal([98, 880, 0])
+        expect((await limiter.peek('acme')).policies?.map((d) => d.remaining)).to.deep.equal([99, 880, 0])
         expect((await limiter.settle(b, { cost: { tpm: 1_300 } })).outcome).to.equal('already-settled')
       })
 

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import type { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
-import { readSlidingLog, splitRun } from '../../../packages/core/src/store/sliding-log-call.js'
+import { readSlidingLog, replyBody, splitRun } from '../../../packages/core/src/store/sliding-log-call.js'
 import { withoutFastPath } from '../../support/general-path-script.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { textCall } from '../../support/sliding-log-call.js'
@@ -79,7 +79,7 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
     )
     return splitRun(
       reply,
-      calls.map((call) => call.windows),
+      calls.map((call) => replyBody(call.windows)),
     )
   }
 
@@ -146,7 +146,10 @@ describe('lua/sliding-log.lua: several calls in one run', () => {
         textCall(consume.args),
       ],
     )
-    const parts = splitRun(reply, [1, 1, 2, 1])
+    const parts = splitRun(
+      reply,
+      [1, 1, 2, 1].map((windows) => replyBody(windows)),
+    )
     expect(readSlidingLog(parts[0], 1).windows[0]).to.include({ allowed: true, remaining: 4 })
     for (const failed of [parts[1], parts[2]]) {
       expect(() => readSlidingLog(failed, 1))

@@ -37,10 +37,14 @@ interface Waiter {
   cleanup?: () => void
 }
 
-/** A denial seen in the last batch: `cost` does not fit until `until` (local time). */
+/**
+ * A denial seen in the last batch: `cost` does not fit until `until` (local time), and surely not before `firm`
+ * (the same, unless the wait includes a slot's expiry, which a release may beat).
+ */
 interface Denial {
   readonly cost: number
   readonly until: number
+  readonly firm: number
 }
 
 interface KeyQueue<T> {
@@ -54,6 +58,8 @@ interface KeyQueue<T> {
   denials: Denial[]
   /** When the sleeping queue asks again (0 while it is not sleeping), and how to wake it early. */
   wakeAt: number
+  /** Before then no waiter can be admitted (0 while it is not sleeping): what deadlines are held against. */
+  firmAt: number
   wake: (() => void) | undefined
   /** Counts wake() calls: a batch's denials made before the last one are stale. */
   freed: number
@@ -80,12 +86,17 @@ export function createAcquireQueue<T>(
   options: {
     readonly maxQueue: number
     readonly refund: (decision: Decision) => void
+    /**
+     * The part of a denial's wait that nothing shortens: all of it (the default) for a rate, none of a wait until
+     * an in-flight slot expires, since a release may come first.
+     */
+    readonly firmWait?: (decision: Decision) => number
     /** A queue is made for a key's first waiter, and dropped once it has none left. */
     readonly onStart?: (queueKey: string, target: T) => void
     readonly onIdle?: (queueKey: string) => void
   },
 ): AcquireQueue<T> {
-  const { maxQueue, refund, onStart, onIdle } = options
+  const { maxQueue, refund, onStart, onIdle, firmWait = (d: Decision) => d.retryAfterMs } = options
   const queues = new Map<string, KeyQueue<T>>()
   const watchAbort = createAbortWatch()
 
@@ -120,19 +131,24 @@ export function createAcquireQueue<T>(
     return undefined
   }
 
-  /** The known time before which `cost` cannot fit, from the last batch's denials; undefined when none says. */
-  function knownUntil(queue: KeyQueue<T>, cost: number): number | undefined {
-    let until: number | undefined
+  /**
+   * When `cost` may fit, from the last batch's denials, and before when it surely does not; undefined when none
+   * says.
+   */
+  function knownUntil(queue: KeyQueue<T>, cost: number): { until: number; firm: number } | undefined {
+    let known: { until: number; firm: number } | undefined
     // A denial of a smaller or equal cost is a lower bound for this one; a larger cost's says nothing.
     for (const denial of queue.denials) {
-      if (denial.cost <= cost && (until === undefined || denial.until > until)) until = denial.until
+      if (denial.cost > cost) continue
+      if (known === undefined) known = { until: denial.until, firm: denial.firm }
+      else known = { until: Math.max(known.until, denial.until), firm: Math.max(known.firm, denial.firm) }
     }
-    return until
+    return known
   }
 
   /** The best known wait for a waiter that gives up now, in ms. */
   function knownWait(queue: KeyQueue<T>, waiter: Waiter): number {
-    const until = Math.max(queue.wakeAt, knownUntil(queue, waiter.cost) ?? 0)
+    const until = Math.max(queue.wakeAt, knownUntil(queue, waiter.cost)?.until ?? 0)
     return Math.max(0, until - now())
   }
 
@@ -142,16 +158,18 @@ export function createAcquireQueue<T>(
    */
   function nextAsk(queue: KeyQueue<T>): number | undefined {
     for (let first = head(queue); first; first = head(queue)) {
-      const until = knownUntil(queue, first.cost)
-      if (until === undefined) return undefined
+      const known = knownUntil(queue, first.cost)
+      if (known === undefined) return undefined
+      const { until, firm } = known
       const at = now()
-      if (first.deadline < until) {
+      if (first.deadline < firm) {
         timeOut(queue, first, until - at)
         continue
       }
       // Nobody overtakes the head, so no waiter is admitted before it.
       for (const waiter of queue.waiters)
-        if (!waiter.settled && waiter.deadline < until) timeOut(queue, waiter, until - at)
+        if (!waiter.settled && waiter.deadline < firm) timeOut(queue, waiter, until - at)
+      queue.firmAt = firm
       return until
     }
     return undefined
@@ -163,6 +181,7 @@ export function createAcquireQueue<T>(
       const done = (early: boolean) => {
         timer.cancel()
         queue.wakeAt = 0
+        queue.firmAt = 0
         queue.wake = undefined
         resolve(early)
       }
@@ -218,7 +237,12 @@ export function createAcquireQueue<T>(
           remaining = Math.min(remaining, outcome.decision.remaining)
           grant(queue, waiter, outcome.decision)
         } else {
-          denials.push({ cost: waiter.cost, until: now() + outcome.decision.retryAfterMs })
+          const at = now()
+          denials.push({
+            cost: waiter.cost,
+            until: at + outcome.decision.retryAfterMs,
+            firm: at + firmWait(outcome.decision),
+          })
         }
       }
       const arrive = (index: number, outcome: Outcome) => {
@@ -276,7 +300,7 @@ export function createAcquireQueue<T>(
       const at = now()
       const deadline = at + maxWaitMs
       let queue = queues.get(queueKey)
-      if (queue && queue.wakeAt > 0 && deadline < queue.wakeAt) {
+      if (queue && queue.firmAt > 0 && deadline < queue.firmAt) {
         reject(new RateLimitTimeoutError(Math.ceil(queue.wakeAt - at), maxWaitMs))
         return
       }
@@ -286,7 +310,17 @@ export function createAcquireQueue<T>(
       }
       const idle = queue === undefined
       if (!queue) {
-        queue = { target, waiters: [], live: 0, budget: undefined, denials: [], wakeAt: 0, wake: undefined, freed: 0 }
+        queue = {
+          target,
+          waiters: [],
+          live: 0,
+          budget: undefined,
+          denials: [],
+          wakeAt: 0,
+          firmAt: 0,
+          wake: undefined,
+          freed: 0,
+        }
         queues.set(queueKey, queue)
         onStart?.(queueKey, target)
       }

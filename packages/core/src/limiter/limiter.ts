@@ -791,10 +791,22 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     {
       maxQueue: config.maxQueue,
       refund: refundUnused,
+      ...(slotPolicies.length > 0 && { firmWait: rateWait }),
       onStart: (queueKey, { windows }) => slotWaits.add(queueKey, windows),
       onIdle: (queueKey) => slotWaits.forget(queueKey),
     },
   )
+  /** A denial's wait that no release shortens: its longest among the rate policies that denied it. */
+  function rateWait(decision: Decision): number {
+    const each = decision.policies ?? [decision]
+    let wait = 0
+    for (const d of each) {
+      const policy = policies.find((p) => p.name === d.policy)
+      if (!d.allowed && policy?.concurrency === undefined) wait = Math.max(wait, d.retryAfterMs)
+    }
+    return wait
+  }
+
   // Queues of this process that wait on slot keys: a slot freed on one (a release here, or the store's message of
   // one anywhere) wakes them, so that a freed slot is taken within a round trip, with no polling.
   const slotWaits = createSlotWaits(acquireQueue.wake)

@@ -2,18 +2,18 @@ import type { ScriptRunner } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
 import { splitRun } from './sliding-log-call.js'
 
-/** One call of lua/sliding-log.lua: its keys, its binary argument, and the windows its reply holds. */
+/** One call of lua/sliding-log.lua: its keys, its binary argument, and its reply's bytes after the head (replyBody). */
 interface Call {
   readonly keys: readonly string[]
   readonly bytes: Buffer
-  readonly windows: number
+  readonly body: number
   readonly resolve: (reply: Buffer) => void
   readonly reject: (error: unknown) => void
 }
 
 export interface CallBatcher {
   /** Sends a call of lua/sliding-log.lua with the other calls of this turn of the event loop; its own reply. */
-  run(keys: readonly string[], bytes: Buffer, windows: number): Promise<Buffer>
+  run(keys: readonly string[], bytes: Buffer, body: number): Promise<Buffer>
 }
 
 // The most calls in one script run: a run is atomic, so this bounds how long one holds the server.
@@ -57,7 +57,7 @@ export function createCallBatcher(
       const reply = await runner.runBuffer(slidingLogScript, keys, [Buffer.concat(calls.map((call) => call.bytes))])
       parts = splitRun(
         reply,
-        calls.map((call) => call.windows),
+        calls.map((call) => call.body),
       )
     } catch (error) {
       // Refused before it ran (NOPERM: a key the ACL user may not touch): nothing was recorded, so each call goes
@@ -73,7 +73,7 @@ export function createCallBatcher(
   }
 
   return {
-    run(keys, bytes, windows) {
+    run(keys, bytes, body) {
       return new Promise<Buffer>((resolve, reject) => {
         const group = groupOf(keys[0] ?? '')
         let calls = waiting.get(group)
@@ -81,7 +81,7 @@ export function createCallBatcher(
           calls = []
           waiting.set(group, calls)
         }
-        calls.push({ keys, bytes, windows, resolve, reject })
+        calls.push({ keys, bytes, body, resolve, reject })
         if (calls.length >= maxBatch) {
           waiting.delete(group)
           void send(calls)

@@ -10,10 +10,16 @@ import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript } from './scripts.generated.js'
 import { createServerSet, guardStore } from './server-set.js'
 import {
+  costWindowsCall,
+  extendCall,
+  freeCall,
   leaseCall,
+  readSettle,
   readSlidingLog,
   releaseCall,
+  replyBody,
   setDeadline,
+  settleCall,
   unexpectedReply,
   windowsCall,
 } from './sliding-log-call.js'
@@ -23,9 +29,12 @@ import {
   type LeaseRequest,
   type LeaseResult,
   type RefundRequest,
+  type SettleRequest,
+  type SlotRequest,
   STORE,
   type Store,
   type StoreRefund,
+  type StoreSettle,
   type WindowRequest,
   type WindowResult,
 } from './store.js'
@@ -104,11 +113,18 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     changes.emit(message === undefined || message === EVERY_KEY ? undefined : message.split(' '))
   /** After the change is made: a process that drops its cache on the message then asks the store as changed. */
   const announce = (keys: readonly string[]) => adapter.publish(channel, keys.join(' '))
+  // Slots freed are announced on this channel by the script that frees them (the keys with the prefix), so that
+  // every process's waiters on those keys ask again.
+  const slotChannel = `${prefix}:slot-free`
+  const slotFrees = createWeakSignal<[readonly string[] | undefined]>()
+  const keyAt = prefix.length + 1
+  const onSlotMessage = (message: string | undefined) =>
+    slotFrees.emit(message === undefined ? undefined : message.split(' ').map((key) => key.slice(keyAt)))
 
   /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
   const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {
     setDeadline(bytes, deadlineUs)
-    return readSlidingLog(await batcher.run(keys, bytes, windows), windows)
+    return readSlidingLog(await batcher.run(keys, bytes, replyBody(windows)), windows)
   }
 
   async function decide(
@@ -133,9 +149,32 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       // An admission's units are in the bucket of its time: that time is what a refund names.
       return [mode === 'consume' && result.allowed ? { ...result, recorded: reply[4] as number } : result]
     }
-    // One cost for every window: the limiter asks for the same units in each policy.
-    const bytes = windowsCall(mode === 'consume' ? 'c' : 'p', first.cost, requests)
+    const bytes = costWindowsCall(mode, requests)
     return (await runBefore(slidingLog(keys, bytes, requests.length), first.key, until)).windows
+  }
+
+  /** Frees slots ('f') or extends them ('e', to `ms` from now): how many were still held. */
+  async function slotCall(slots: readonly SlotRequest[], bytes: Buffer): Promise<number> {
+    if (slots.length === 0) return 0
+    const keys = slots.map((slot) => `${prefix}:${slot.key}`)
+    return readSlidingLog(await batcher.run(keys, bytes, 0), 0).units
+  }
+
+  async function settle(requests: readonly SettleRequest[], id: string, deadline?: Deadline): Promise<StoreSettle> {
+    const [first] = requests
+    if (first === undefined) return { outcome: 'expired', used: [] }
+    const keys = requests.map((request) => `${prefix}:${request.key}`)
+    keys.push(markerKey(keys[0] as string, id, 'settle'))
+    const entries = requests.map(({ recorded, windowMs, delta }) => ({ recordedUs: recorded, windowMs, delta }))
+    const bytes = settleCall([...entries, { recordedUs: 0, windowMs: 0, delta: 0 }])
+    const call = async (deadlineUs: number) => {
+      setDeadline(bytes, deadlineUs)
+      return readSettle(await batcher.run(keys, bytes, replyBody(requests.length, true)), requests.length)
+    }
+    const { status, used } = await runBefore(call, first.key, deadline)
+    const outcome = SETTLE_OUTCOMES[status]
+    if (outcome === undefined) throw new StoreError(`unexpected settle status ${status} from Redis`)
+    return { outcome, used }
   }
 
   async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {
@@ -158,13 +197,16 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       readSlidingLog(await batcher.run([`${prefix}:${key}`], bytes, 0), 0)
     },
     peek: (requests) => decide(requests, 'peek'),
+    free: (slots) => slotCall(slots, freeCall(slots, slotChannel)),
+    extend: (slots, ms) => slotCall(slots, extendCall(slots, ms)),
+    settle,
     refund: async (requests: readonly RefundRequest[], units: number, id: string, deadline?: Deadline) => {
       const [first] = requests
       if (first === undefined) return { units: 0, outcome: 'expired' }
       // The refund's marker: set in the run that removes the units, so that the same refund sent again removes
       // nothing more.
       const keys = requests.map((request) => `${prefix}:${request.key}`)
-      keys.push(markerKey(keys[0] as string, id))
+      keys.push(markerKey(keys[0] as string, id, 'refund'))
       if (first.buckets !== undefined) {
         const args = [1, first.windowMs, first.buckets, units, 'refund', 0, 0, first.recorded]
         const call = async (deadlineUs: number) => {
@@ -206,6 +248,16 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       if (!changes.used) adapter.subscribe(channel, onMessage)
       changes.add(listener)
     },
+    onSlotFree(listener) {
+      // A slot freed before the server confirmed the subscription was missed: listeners then hear `undefined`.
+      if (!slotFrees.used) {
+        adapter.subscribe(slotChannel, onSlotMessage).then(
+          () => slotFrees.emit(undefined),
+          () => {},
+        )
+      }
+      slotFrees.add(listener)
+    },
     isConnected: connection.connected,
     lastError: connection.lastError,
     readySince: connection.readySince,
@@ -221,18 +273,20 @@ function numbers(reply: unknown, script: LuaScript): number[] {
 }
 
 /**
- * A refund's marker key, in the slot of `key` (with its prefix): after its hash tag (the tenant's, in every key a
- * limiter builds), or around a key with none. No window key has this shape.
+ * A refund's or a settle's marker key, in the slot of `key` (with its prefix): after its hash tag (the tenant's, in
+ * every key a limiter builds), or around a key with none. No window key has this shape.
  */
-function markerKey(key: string, id: string): string {
+function markerKey(key: string, id: string, kind: 'refund' | 'settle'): string {
   const open = key.indexOf('{')
   const tagged = open !== -1 && key.indexOf('}', open + 1) > open + 1
-  return tagged ? `${key}:refund:${id}` : `{${key}}:refund:${id}`
+  return tagged ? `${key}:${kind}:${id}` : `{${key}}:${kind}:${id}`
 }
 
 // lua/sliding-log.lua's statuses of a release: 1 released, 0 none (expired), 2 its marker was set, 3 too deep.
 const ALREADY_REFUNDED = 2
 const REFUND_OUTCOMES = ['expired', 'refunded', 'already-refunded', 'too-deep'] as const
+// And of a settle: 1 settled, 0 no window holds the entry, 2 its marker was set, 3 too deep.
+const SETTLE_OUTCOMES = ['expired', 'settled', 'already-settled', 'too-deep'] as const
 
 function refundOf(status: number, units: number): StoreRefund {
   const outcome = REFUND_OUTCOMES[status]

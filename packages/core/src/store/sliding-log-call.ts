@@ -19,13 +19,24 @@ export interface LogWindow {
   readonly shadow?: boolean
 }
 
+/** A window of a call with a cost per window ('C', 'P'): its cost, or one slot of an in-flight window. */
+export interface CostWindow extends LogWindow {
+  readonly cost: number
+  readonly slots?: boolean
+}
+
 const CALL = 19 // '>Hc1dd': the call's length in bytes, op, units, deadline
 const WINDOW = 25 // '>dddB': limit, window, block, shadow
+const COST_WINDOW = 33 // '>ddddB': limit, window, block, units, flags
+const SHADOW = 1
+const SLOTS = 2
 const DEADLINE_AT = 11
 // A call's length is its first two bytes: the script finds the next call of a run by it.
 const MAX_CALL = 0xffff
 
-function call(op: 'c' | 'p' | 'l' | 'r' | 'z', units: number, size: number): Buffer {
+type Op = 'c' | 'p' | 'C' | 'P' | 'l' | 'r' | 's' | 'f' | 'e' | 'z'
+
+function call(op: Op, units: number, size: number): Buffer {
   if (size > MAX_CALL)
     throw new RangeError(`a call of lua/sliding-log.lua takes at most ${MAX_CALL} bytes (about 2 600 windows)`)
   const bytes = Buffer.allocUnsafe(size)
@@ -49,6 +60,77 @@ export function windowsCall(op: 'c' | 'p' | 'z', units: number, windows: readonl
   const several = windows.length > 1
   for (const [i, window] of windows.entries()) {
     writeWindow(bytes, CALL + WINDOW * i, window, several && window.shadow === true)
+  }
+  return bytes
+}
+
+/**
+ * A consume or peek of windows that may differ in cost, or hold slots: 'c'/'p' (what the script's fast path takes)
+ * when they do not, and otherwise 'C'/'P', whose `units` is the largest cost (a slot counts one).
+ */
+export function costWindowsCall(mode: 'consume' | 'peek', windows: readonly CostWindow[]): Buffer {
+  const [first] = windows
+  const cost = first?.cost ?? 0
+  if (windows.every((window) => window.cost === cost && window.slots !== true)) {
+    return windowsCall(mode === 'consume' ? 'c' : 'p', cost, windows)
+  }
+  const costOf = (window: CostWindow) => (window.slots ? 1 : window.cost)
+  const bytes = call(
+    mode === 'consume' ? 'C' : 'P',
+    Math.max(...windows.map(costOf)),
+    CALL + COST_WINDOW * windows.length,
+  )
+  const several = windows.length > 1
+  for (const [i, window] of windows.entries()) {
+    const at = CALL + COST_WINDOW * i
+    bytes.writeDoubleBE(window.limit, at)
+    bytes.writeDoubleBE(window.windowMs, at + 8)
+    bytes.writeDoubleBE(window.blockMs ?? 0, at + 16)
+    bytes.writeDoubleBE(costOf(window), at + 24)
+    bytes.writeUInt8((several && window.shadow ? SHADOW : 0) | (window.slots ? SLOTS : 0), at + 32)
+  }
+  return bytes
+}
+
+/** A slot to free or extend: its id (a store's SlotRequest is one). */
+interface SlotId {
+  readonly slot: number
+}
+
+/** A free ('f') of slots of the call's keys (each a slot's id), announced on `channel` when any was still held. */
+export function freeCall(slots: readonly SlotId[], channel: string): Buffer {
+  const bytes = call('f', slots.length, CALL + 16 * slots.length + Buffer.byteLength(channel))
+  writeSlots(bytes, slots)
+  bytes.write(channel, CALL + 16 * slots.length, 'utf8')
+  return bytes
+}
+
+/** An extend ('e') of slots of the call's keys: each still held until `ms` from now at least. */
+export function extendCall(slots: readonly SlotId[], ms: number): Buffer {
+  const bytes = call('e', ms, CALL + 16 * slots.length)
+  writeSlots(bytes, slots)
+  return bytes
+}
+
+function writeSlots(bytes: Buffer, slots: readonly SlotId[]): void {
+  for (const [i, { slot }] of slots.entries()) {
+    bytes.writeDoubleBE(slot, CALL + 16 * i)
+    bytes.writeDoubleBE(0, CALL + 16 * i + 8)
+  }
+}
+
+/**
+ * A settle ('s') of each key's entry recorded at `recordedUs` by `delta` units; the last entry is its marker's
+ * (0, 0, 0).
+ */
+export function settleCall(
+  entries: readonly { readonly recordedUs: number; readonly windowMs: number; readonly delta: number }[],
+): Buffer {
+  const bytes = call('s', 0, CALL + 24 * entries.length)
+  for (const [i, { recordedUs, windowMs, delta }] of entries.entries()) {
+    bytes.writeDoubleBE(recordedUs, CALL + 24 * i)
+    bytes.writeDoubleBE(windowMs, CALL + 24 * i + 8)
+    bytes.writeDoubleBE(delta, CALL + 24 * i + 16)
   }
   return bytes
 }
@@ -85,23 +167,28 @@ export function setDeadline(bytes: Buffer, deadlineUs: number): void {
   bytes.writeDoubleBE(deadlineUs, DEADLINE_AT)
 }
 
-// The reply: '>bdI4', then '>bI4I6I6d' per window.
+// The reply: '>bdI4', then '>bI4I6I6d' per window ('>I4' for a settle).
 const REPLY_HEAD = 13
 const REPLY_WINDOW = 25
+const SETTLE_WINDOW = 4
+
+/** The bytes after its head of the reply of a call decided for `count` windows (a settle's: `settle`). */
+export const replyBody = (count: number, settle = false) => (settle ? SETTLE_WINDOW : REPLY_WINDOW) * count
 
 /**
- * A run's reply cut into its calls' replies, for calls of `windows[i]` windows each: each call's status says whether
- * windows follow (-1: none; -2: an error message of `units` bytes). A StoreError when the lengths do not add up.
+ * A run's reply cut into its calls' replies, each holding `bodies[i]` bytes after its head (replyBody) when
+ * decided: each call's status says whether they follow (-1: none; -2: an error message of `units` bytes). A
+ * StoreError when the lengths do not add up.
  */
-export function splitRun(reply: Buffer, windows: readonly number[]): Buffer[] {
+export function splitRun(reply: Buffer, bodies: readonly number[]): Buffer[] {
   const parts: Buffer[] = []
   let at = 0
-  for (const count of windows) {
+  for (const body of bodies) {
     let length = REPLY_HEAD
     if (reply.length >= at + REPLY_HEAD) {
       const status = reply.readInt8(at)
       if (status === -2) length += reply.readUInt32BE(at + 9)
-      else if (status !== -1) length += REPLY_WINDOW * count
+      else if (status !== -1) length += body
     }
     parts.push(reply.subarray(at, at + length))
     at += length
@@ -111,19 +198,27 @@ export function splitRun(reply: Buffer, windows: readonly number[]): Buffer[] {
 }
 
 /**
- * lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed); a window that recorded the
- * call's units says when (`recorded`, the µs a refund names, as `recordedUs` is; 0 there when none were).
+ * A call's reply head: status, server time, units (-1: past its deadline, nothing follows); a ReplyError for an
+ * error about one of the call's keys (which failed that call alone), a StoreError unless `body` bytes follow.
  */
-export function readSlidingLog(reply: unknown, count: number) {
+function readHead(reply: unknown, body: number): { status: number; nowUs: number; units: number; reply: Buffer } {
   if (!Buffer.isBuffer(reply) || reply.length < REPLY_HEAD) throw unexpectedReply(reply, slidingLogScript)
   const status = reply.readInt8(0)
   const nowUs = reply.readDoubleBE(1)
   const units = reply.readUInt32BE(9)
-  if (status === -1) return { status, nowUs, units, windows: [] }
-  // An error about one of the call's keys, which failed this call alone: its message follows.
   if (status === -2) throw new ReplyError(reply.toString('utf8', REPLY_HEAD, REPLY_HEAD + units))
-  if (reply.length !== REPLY_HEAD + REPLY_WINDOW * count) throw unexpectedReply(reply, slidingLogScript)
-  const windows = []
+  if (status !== -1 && reply.length !== REPLY_HEAD + body) throw unexpectedReply(reply, slidingLogScript)
+  return { status, nowUs, units, reply }
+}
+
+/**
+ * lua/sliding-log.lua's reply for `count` windows (none when its deadline had passed); a window that recorded the
+ * call's units says when (`recorded`, the µs a refund names, as `recordedUs` is; 0 there when none were).
+ */
+export function readSlidingLog(raw: unknown, count: number) {
+  const { status, nowUs, units, reply } = readHead(raw, REPLY_WINDOW * count)
+  const windows: (WindowResult & { recordedUs: number })[] = []
+  if (status === -1) return { status, nowUs, units, windows }
   for (let at = REPLY_HEAD; at < reply.length; at += REPLY_WINDOW) {
     const recordedUs = reply.readDoubleBE(at + 17)
     const window: { -readonly [K in keyof WindowResult]: WindowResult[K] } & { recordedUs: number } = {
@@ -138,6 +233,17 @@ export function readSlidingLog(reply: unknown, count: number) {
     windows.push(window)
   }
   return { status, nowUs, units, windows }
+}
+
+/**
+ * lua/sliding-log.lua's reply to a settle of `count` windows: its status, the most units moved in one window, and
+ * the units each window holds after it (none past the deadline).
+ */
+export function readSettle(raw: unknown, count: number) {
+  const { status, nowUs, units, reply } = readHead(raw, SETTLE_WINDOW * count)
+  const used: number[] = []
+  if (status !== -1) for (let at = REPLY_HEAD; at < reply.length; at += SETTLE_WINDOW) used.push(reply.readUInt32BE(at))
+  return { status, nowUs, units, used }
 }
 
 /** A script's reply that is not what it returns: a StoreError that shows it. */
