@@ -30,6 +30,7 @@ module.exports = {
     'test/core/store/sliding-log.test.ts',
     'test/core/store/store-contract.test.ts',
     'test/core/store/sliding-log-model.test.ts',
+    'test/core/store/settle-model.test.ts',
     'test/adapters/express-route-pattern.test.ts',
     'test/adapters/fastify-route-order.test.ts',
     'test/adapters/fastify-limit-source.test.ts',

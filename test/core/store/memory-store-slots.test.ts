@@ -174,7 +174,7 @@ describe('memoryStore in-flight slots (injected clock)', () => {
     ])
   })
 
-  it('a slot key asked as a rate window, or the reverse, fails that call alone and changes nothing', async () => {
+  it('a slot key asked as a rate window, or the reverse (free, settle), fails that call alone and changes nothing', async () => {
     await take(slots('par', 2, 1_000))
     await take(rate('rpm', 5, 1_000, 1) as WindowRequest)
     const both = [rate('rpm', 5, 1_000, 1), rate('par', 5, 1_000, 1)]
@@ -184,6 +184,10 @@ describe('memoryStore in-flight slots (injected clock)', () => {
     expect((reverse as Error).message).to.match(/key "rpm" holds a sliding-log window/)
     const freeing = await store.free([{ key: 'rpm', slot: now }]).catch((e: unknown) => e)
     expect((freeing as Error).message).to.match(/key "rpm" holds a sliding-log window/)
+    const settling = await store
+      .settle([{ key: 'par', windowMs: 1_000, recorded: now, delta: 1 }], 'id')
+      .catch((e: unknown) => e)
+    expect((settling as Error).message).to.match(/key "par" holds an in-flight window/)
     expect((await store.peek([rate('rpm', 5, 1_000, 1)]))[0]?.remaining).to.equal(4)
     expect((await store.peek([slots('par', 2, 1_000)]))[0]?.remaining).to.equal(1)
   })

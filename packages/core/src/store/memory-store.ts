@@ -423,7 +423,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
    */
   function settle(requests: readonly SettleRequest[], id: string): StoreSettle {
     const now = clock()
-    const logs = requests.map(({ key }) => entries.get(key)?.log)
+    // A key of another kind fails the call, as a Redis key of another type does.
+    const logs = requests.map(({ key }) => {
+      const entry = entries.get(key)
+      if (entry !== undefined && entry.log === undefined) throw otherAlgorithm(key, entry)
+      return entry?.log
+    })
     // Each log's entries that have left the window dropped first, so that `has` finds live entries only.
     const usedNow = () => requests.map(({ windowMs }, i) => logs[i]?.used(now, windowMs) ?? 0)
     const before = usedNow()
