@@ -117,8 +117,6 @@ local WIDE_E, WIDE_ENTRY, WIDE_ENTRY_HEADER, WIDE_REBASE = 10, '>I6I4', '>I6I4dI
 -- The longest lease (µs) whose expiry an entry holds, past a base up to REBASE old (a limiter's is at most its window).
 local NARROW_LEASE, WIDE_LEASE = 2 ^ 39, 2 ^ 47
 local REPLY = '>bdI4bI4I6I6d'
--- The bytes per key of the calls whose keys are not 25-byte windows (a free's follow `units`, then its channel).
-local per_key = { C = 33, P = 33, r = 16, e = 16, s = 24 }
 local M32 = 4294967296
 -- A release rewrites the entries recorded after the one it changes: at most this many (more: it releases nothing,
 -- and says so), so that its work stays bounded.
@@ -170,10 +168,13 @@ for a = 1, args do
     if single == nil then
       single = args == 1 and size == #A
     end
-    -- Its keys: one per window (25 bytes each), or as its op says (see per_key); a lease's one, a free's `units`.
+    -- Its keys: one per window of 25 bytes (c, p, z) or 33 (C, P), per entry of 16 bytes (r, e) or 24 (s); a lease's
+    -- one; a free's `units` (its channel follows).
     local nk = (size - 19) / 25
     if op ~= 'c' and op ~= 'p' then
-      nk = op == 'l' and 1 or op == 'f' and units or (size - 19) / (per_key[op] or 25)
+      nk = op == 'l' and 1
+        or op == 'f' and units
+        or (size - 19) / ((op == 'C' or op == 'P') and 33 or op == 's' and 24 or op == 'z' and 25 or 16)
     end
     -- `at`: a denial by the fast path, whose reply follows the loop below (the time of the entry that must leave the
     -- window first, `used` the units in the window).

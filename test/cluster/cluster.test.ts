@@ -175,6 +175,49 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     expect(decisions.map((d) => d.allowed)).to.deep.equal([true, true, false])
   })
 
+  it('a slot key shares its tenant’s slot with the rate keys: a consume, a free and a settle are one call each', async () => {
+    const prefix = uniquePrefix()
+    const store = redisStore(client, { prefix })
+    const keys = { rpm: 'rpm~sl3-60000:{acme}', tpm: 'tpm~sl3-60000:{acme}', slots: 'parallel~if1-60000:{acme}' }
+    const slots = new Set(Object.values(keys).map((key) => keySlot(`${prefix}:${key}`)))
+    expect(slots.size).to.equal(1)
+    const masters = client.nodes('master')
+    const scriptCalls = async () => {
+      const calls = await Promise.all(
+        masters.map(async (node) => {
+          const count = await commandCalls(node)
+          return count('evalsha') + count('eval')
+        }),
+      )
+      return calls.reduce((sum, n) => sum + n, 0)
+    }
+    await Promise.all(masters.map((node) => node.config('RESETSTAT')))
+    const requests = [
+      { key: keys.rpm, limit: 10, windowMs: 60_000, cost: 1 },
+      { key: keys.tpm, limit: 1_000, windowMs: 60_000, cost: 400 },
+      { key: keys.slots, limit: 1, windowMs: 60_000, cost: 1, slots: true },
+    ]
+    const admitted = await store.consume(requests)
+    expect(admitted.map((r) => [r.allowed, r.remaining])).to.deep.equal([
+      [true, 9],
+      [true, 600],
+      [true, 0],
+    ])
+    const settled = await store.settle?.(
+      [keys.rpm, keys.tpm].map((key, i) => ({
+        key,
+        windowMs: 60_000,
+        recorded: admitted[i]?.recorded as number,
+        delta: i === 1 ? -300 : 0,
+      })),
+      'id-1',
+    )
+    expect(settled).to.deep.equal({ outcome: 'settled', used: [1, 100] })
+    expect(await store.free?.([{ key: keys.slots, slot: admitted[2]?.recorded as number }])).to.equal(1)
+    expect((await store.consume(requests)).map((r) => r.allowed)).to.deep.equal([true, true, true])
+    expect(await scriptCalls(), 'one script call each, however many keys').to.equal(4)
+  })
+
   it('a fleet of four processes on one key never exceeds the limit', async () => {
     const report = await runFleet({
       redisUrl: '',

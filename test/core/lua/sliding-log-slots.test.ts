@@ -80,12 +80,11 @@ describe('lua/sliding-log.lua: in-flight slots, through redisStore', () => {
   })
 
   it('two slots taken at one instant get distinct ids: the second is the next integer up', async () => {
+    // Made in one turn, the two calls go in one script run: one TIME.
     const [a, b] = await Promise.all([take(slots(5)), take(slots(5))])
-    if (nowUs(a) === nowUs(b)) {
-      // One run (the store sends the calls of one turn together): one TIME.
-      expect([a.recorded, b.recorded]).to.deep.equal([nowUs(a), nowUs(a) + 1])
-    }
-    expect(a.recorded).to.not.equal(b.recorded)
+    expect(nowUs(b)).to.equal(nowUs(a))
+    expect([a.recorded, b.recorded]).to.deep.equal([nowUs(a), nowUs(a) + 1])
+    expect([a.remaining, b.remaining]).to.deep.equal([4, 3])
     expect(await redis.zcard(stored('{t}:slots'))).to.equal(2)
   })
 
@@ -98,14 +97,18 @@ describe('lua/sliding-log.lua: in-flight slots, through redisStore', () => {
         keys: [] as (readonly string[] | undefined)[],
         listening: false,
         next: undefined as (() => void) | undefined,
-        // `undefined` first: the store's subscription is confirmed, and nothing freed before can be heard.
         listener: (keys: readonly string[] | undefined) => {
-          if (keys === undefined && !heard.listening) heard.listening = true
+          // `undefined` once the subscription is confirmed (anything freed before was missed).
+          if (keys === undefined) heard.listening = true
           else heard.keys.push(keys)
           heard.next?.()
         },
       }
+      const heardOne = () => new Promise<void>((resolve) => (heard.next = resolve))
+      const subscribed = heardOne()
       redisStore(other, { prefix }).onSlotFree?.(heard.listener)
+      await subscribed
+      expect(heard.listening).to.equal(true)
       const raw: string[] = []
       let rawNext: (() => void) | undefined
       await subscriber.subscribe(`${prefix}:slot-free`)
@@ -113,8 +116,6 @@ describe('lua/sliding-log.lua: in-flight slots, through redisStore', () => {
         raw.push(message)
         rawNext?.()
       })
-      const heardOne = () => new Promise<void>((resolve) => (heard.next = resolve))
-      while (!heard.listening) await heardOne()
       const a = await take(slots(5, 10_000, '{t}:a'))
       const a2 = await take(slots(5, 10_000, '{t}:a'))
       const b = await take(slots(5, 10_000, '{t}:b'))
