@@ -23,7 +23,7 @@ export interface LlmGatewayOptions {
   readonly windows?: number
   /**
    * How much longer the fleet's windows are than the upstream's, in ms: the time from an admission to the
-   * upstream's count of the call (a Redis reply, a busy event loop, the request on the wire). Default 250.
+   * upstream's count of the call (a Redis reply, a busy event loop, the request on the wire). Default 500.
    */
   readonly marginMs?: number
   /** Where the report's lines go. Default: console.log. */
@@ -76,7 +76,7 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
   const workerCount = options.workers ?? 4
   const windowMs = options.windowMs ?? 60_000
   const windows = options.windows ?? 2
-  const marginMs = options.marginMs ?? 250
+  const marginMs = options.marginMs ?? 500
   const { redisUrl, server } =
     options.redisUrl === undefined
       ? await startRedisServer().then((started) => ({ redisUrl: started.url, server: started }))
