@@ -208,6 +208,15 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
     expect(await remaining()).to.deep.equal({ rpm: 99, tpm: 9_500, parallel: 1 })
   })
 
+  it('works with a limiter of one in-flight policy, which takes no transit', async () => {
+    stub = await startStub((_, __, res) => res.end('ok'))
+    const limiter = createRateLimiter({ store: memoryStore(), concurrency: 1 })
+    const upstream = limitedFetch(limiter, { key: 'llm', maxWaitMs: '5s' })
+    // The second call is admitted once the first one's body is read: a slot lives 60 s.
+    for (let i = 0; i < 2; i++) expect(await (await upstream(stub.url)).text()).to.equal('ok')
+    expect(stub.received()).to.equal(2)
+  })
+
   it('reports a cost the limiter refuses (a negative number) the same way, and keeps the estimate', async () => {
     stub = await startStub((_, __, res) => res.end(usage(-5)))
     const { wrapper, release, remaining } = limiterWithReleases()

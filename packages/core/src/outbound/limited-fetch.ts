@@ -4,7 +4,7 @@ import { checkInteger, checkOptionNames, isPlainObject, optionalFunction, option
 import type { Decision } from '../limiter/decision.js'
 import type { KeyInput } from '../limiter/keys.js'
 import type { CallCost, RateLimiter } from '../limiter/limiter.js'
-import { MAX_HOLD_MS, MAX_LIMIT } from '../limiter/policy.js'
+import { MAX_HOLD_MS, MAX_LIMIT, type Policy } from '../limiter/policy.js'
 import { createCallEnd, type ReadCost } from './call-end.js'
 import { retryAfterOf } from './retry-after.js'
 
@@ -49,11 +49,15 @@ export interface LimitedFetchOptions {
    * whole number, or a map from policy name to cost (a policy left out keeps the cost it was admitted with).
    * The limiter then settles the attempt's units to it (`limiter.settle`). It gets a copy of the response, whose
    * body it may read: the caller's stays unread. Called for every response the upstream sends, a retried 429
-   * included (return 0 for what the upstream does not charge), while the caller already has the response. If it
+   * included (return 0 for what the upstream does not charge). It does not hold the response up: limitedFetch
+   * resolves once the headers are in, as fetch does, and the settle reads its copy as the body arrives. If it
    * throws, the attempt keeps the cost it was admitted with, and the error goes to `onSettleError`.
    */
   settle?: ReadCost
-  /** Where an error of `settle` (or of the limiter's settle with its cost) goes. Default: console.warn. */
+  /**
+   * Where an error of `settle` (or of the limiter's settle with its cost) goes, with the copy of the response it
+   * was given. Default: console.warn.
+   */
   onSettleError?: (error: unknown, response: Response) => void
 }
 
@@ -176,11 +180,16 @@ interface ResolvedOptions {
 // measurement, later ones 1 to 5 ms.
 const DEFAULT_TRANSIT_MS = 100
 
-/** Whether the limiter can count a unit longer than its window (acquire's transitMs): one plain sliding log. */
+/**
+ * Whether the limiter can count a unit longer than its window (acquire's transitMs): one plain sliding log (an
+ * in-flight policy holds slots, not units).
+ */
 function takesTransit(limiter: unknown): boolean {
-  const { policies } = limiter as { policies?: readonly { algorithm?: string; blockFor?: number }[] }
+  const { policies } = limiter as { policies?: readonly Partial<Policy>[] }
   const [only] = policies ?? []
-  return policies?.length === 1 && only?.algorithm === 'sliding-log' && only.blockFor === 0
+  return (
+    policies?.length === 1 && only?.algorithm === 'sliding-log' && only.blockFor === 0 && only.concurrency === undefined
+  )
 }
 
 function resolveOptions(limiter: unknown, options: LimitedFetchOptions): ResolvedOptions {
