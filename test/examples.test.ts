@@ -7,6 +7,7 @@ import { httpBurst } from '../examples/demo/http-burst.js'
 import { createApp as expressApp } from '../examples/express-basic/app.js'
 import { createApp as fastifyApp } from '../examples/fastify-plugin/app.js'
 import { createApp as koaApp } from '../examples/koa-router/app.js'
+import { runExample as llmGatewayExample } from '../examples/llm-gateway/app.js'
 import { startExample as otelExample } from '../examples/otel-prometheus/app.js'
 import { runExample as outboundExample } from '../examples/outbound/app.js'
 import { redisUrl } from './support/root-hooks.js'
@@ -111,6 +112,29 @@ describe('the examples', () => {
     expect(after?.limited, 'no 429 after the pause').to.equal(0)
     expect(after?.ok).to.be.greaterThan(0)
     expect(report.errors).to.equal(0)
+    expect(report.passed).to.equal(true)
+  })
+
+  // The upstream allows 60 requests and 6,000 units per window and 5 in flight; a call costs 10 to 200 units
+  // (mean 105), told only in its answer. Units bind: 60 requests would cost 6,300 units on average. So the ideal
+  // is the units limit, 6,000 per window: over two windows no fleet can have more than 12,000 units served.
+  it('llm-gateway: four workers keep within the three limits through Redis, at 90% of the units limit', async function () {
+    this.timeout(60_000)
+    const lines: string[] = []
+    const report = await llmGatewayExample({ redisUrl: redisUrl(), windowMs: 6_000, log: (line) => lines.push(line) })
+    const { upstream } = report
+    expect(upstream.maxInFlight, 'the in-flight policy binds: twelve callers, five in flight').to.equal(5)
+    expect(upstream.maxRequestsInWindow).to.be.at.most(60)
+    expect(upstream.maxUnitsInWindow).to.be.at.most(6_000)
+    expect(upstream.rejected, 'no 429').to.equal(0)
+    expect(report.idealUnits).to.equal(12_000)
+    expect(report.throughput, lines.join('\n')).to.be.at.least(0.9)
+    expect(report.workers.map((w) => [w.errors, w.overLimit, w.limited])).to.deep.equal([
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
+    ])
     expect(report.passed).to.equal(true)
   })
 })

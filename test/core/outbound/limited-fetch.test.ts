@@ -391,7 +391,7 @@ describe('limitedFetch (fake limiter and fetch)', () => {
     it('names the accepted options when given an unknown one', () => {
       expect(optionError(withOptions({ key: 'k', retries: 3 }))).to.equal(
         'fleetlimit: unknown option `limitedFetch.retries` (got 3): accepted options are key, maxRetries, ' +
-          'maxWaitMs, cost, maxPauseMs, fetch, transitMs.',
+          'maxWaitMs, cost, maxPauseMs, fetch, transitMs, settle, onSettleError.',
       )
       expect(optionError(withOptions('k'))).to.include('invalid option `limitedFetch`')
     })
@@ -409,5 +409,163 @@ describe('limitedFetch (fake limiter and fetch)', () => {
     it('accepts 0 retries and a 0 budget (admitted at once, or not at all)', () => {
       expect(limitedFetch(limiter, { key: 'k', maxRetries: 0, maxWaitMs: 0 })).to.be.a('function')
     })
+  })
+})
+
+describe('limitedFetch: in-flight slots and settle (fake limiter and fetch)', () => {
+  const tokensOf = (body: unknown) => (body as { usage: { total_tokens: number } }).usage.total_tokens
+
+  /**
+   * A fake limiter whose n-th admission holds a slot (it has `extend`, as a real one's does), and a fake fetch
+   * answering `responses` in turn: both log to `events`; `until(event)` resolves once it is logged.
+   */
+  function setupSlots(responses: (Response | Error)[]) {
+    const events: string[] = []
+    const waiting = new Map<string, () => void>()
+    const log = (event: string) => {
+      events.push(event)
+      waiting.get(event)?.()
+    }
+    const until = (event: string) =>
+      events.includes(event) ? Promise.resolve() : new Promise<void>((resolve) => waiting.set(event, resolve))
+    const numbers = new WeakMap<Decision, number>()
+    let admitted = 0
+    const limiter: Required<OutboundLimiter> = {
+      async acquire() {
+        const decision = { ...ADMITTED }
+        Object.defineProperty(decision, 'extend', { value: async () => true })
+        numbers.set(decision, ++admitted)
+        log(`acquire ${admitted}`)
+        return decision
+      },
+      async pause(_key, ms) {
+        log(`pause ${ms}`)
+      },
+      async release(decision) {
+        log(`release ${numbers.get(decision)}`)
+        return { slots: 1, outcome: 'released' }
+      },
+      async settle(decision, { cost }) {
+        log(`settle ${numbers.get(decision)} ${JSON.stringify(cost)}`)
+        return { outcome: 'settled', overLimit: 0 }
+      },
+    }
+    let sent = 0
+    const fetch: FetchFunction = async () => {
+      const answer = responses[sent++]
+      if (answer instanceof Error) {
+        log('fetch threw')
+        throw answer
+      }
+      if (!answer) throw new Error('the test gave no response for this attempt')
+      log(`fetch ${answer.status}`)
+      return answer
+    }
+    return { events, until, limiter, fetch }
+  }
+
+  it('releases the slot when the body has been read, not before', async () => {
+    const { events, until, limiter, fetch } = setupSlots([reply(200)])
+    const response = await limitedFetch(limiter, { key: 'upstream', fetch })('https://upstream.test/')
+    expect(events).to.deep.equal(['acquire 1', 'fetch 200'])
+    expect(await response.text()).to.equal('answer 200')
+    await until('release 1')
+    expect(events).to.deep.equal(['acquire 1', 'fetch 200', 'release 1'])
+  })
+
+  it('releases the slot of a retried 429 before acquiring for the retry, which may need that slot', async () => {
+    const { events, until, limiter, fetch } = setupSlots([reply(429, { 'retry-after': '1' }), reply(200)])
+    const response = await limitedFetch(limiter, { key: 'upstream', fetch })('https://upstream.test/')
+    expect(events).to.deep.equal(['acquire 1', 'fetch 429', 'pause 1000', 'release 1', 'acquire 2', 'fetch 200'])
+    await response.body?.cancel()
+    await until('release 2')
+  })
+
+  it('releases the slot, then rejects, when the fetch throws', async () => {
+    const failure = new TypeError('fetch failed')
+    const { events, limiter, fetch } = setupSlots([failure])
+    const error = await limitedFetch(limiter, { key: 'upstream', fetch })('https://upstream.test/').catch((e) => e)
+    expect(error).to.equal(failure)
+    expect(events).to.deep.equal(['acquire 1', 'fetch threw', 'release 1'])
+  })
+
+  it('settles each attempt to the cost read from its response (a retried 429 too), then releases its slot', async () => {
+    const { events, until, limiter, fetch } = setupSlots([
+      reply(429, { 'retry-after': '0' }),
+      new Response('{"usage":{"total_tokens":42}}'),
+    ])
+    const settle = async (response: Response) => (response.ok ? tokensOf(await response.json()) : 0)
+    const response = await limitedFetch(limiter, { key: 'upstream', fetch, settle })('https://upstream.test/')
+    expect(await response.json()).to.deep.equal({ usage: { total_tokens: 42 } })
+    await until('release 2')
+    expect(events).to.deep.equal([
+      'acquire 1',
+      'fetch 429',
+      'settle 1 0',
+      'release 1',
+      'acquire 2',
+      'fetch 200',
+      'settle 2 42',
+      'release 2',
+    ])
+  })
+
+  it('keeps the response and frees the slot when settle throws, and says why through onSettleError', async () => {
+    const { events, until, limiter, fetch } = setupSlots([new Response('not json')])
+    const errors: unknown[] = []
+    const upstream = limitedFetch(limiter, {
+      key: 'upstream',
+      fetch,
+      settle: async (response) => tokensOf(await response.json()),
+      onSettleError: (error) => errors.push(error),
+    })
+    const response = await upstream('https://upstream.test/')
+    expect(await response.text()).to.equal('not json')
+    await until('release 1')
+    expect(events).to.deep.equal(['acquire 1', 'fetch 200', 'release 1'])
+    expect(errors).to.have.length(1)
+    expect(errors[0]).to.be.instanceOf(SyntaxError)
+  })
+
+  it('fails before sending when a wrapper without release() admits with a slot it could not give back', async () => {
+    const { events, limiter, fetch } = setupSlots([reply(200)])
+    const wrapper: OutboundLimiter = { acquire: limiter.acquire, pause: limiter.pause }
+    const error = await limitedFetch(wrapper, { key: 'upstream', fetch })('https://upstream.test/').catch((e) => e)
+    expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_OPTION'), String(error)).to.equal(true)
+    expect(String(error)).to.include('a limiter with release() for an in-flight policy')
+    expect(events).to.deep.equal(['acquire 1'])
+  })
+
+  it('passes a cost map to acquire, and checks its values and settle’s options when it is created', async () => {
+    const { limiter, fetch } = setupSlots([reply(200)])
+    const costs: unknown[] = []
+    const spy: OutboundLimiter = {
+      ...limiter,
+      acquire(key, options) {
+        costs.push(options?.cost)
+        return limiter.acquire(key, options)
+      },
+    }
+    const upstream = limitedFetch(spy, { key: 'upstream', fetch, cost: { rpm: 1, tpm: 500 }, transitMs: 0 })
+    await (await upstream('https://upstream.test/')).text()
+    expect(costs).to.deep.equal([{ rpm: 1, tpm: 500 }])
+    const mistake = (options: Partial<LimitedFetchOptions>, on: OutboundLimiter = limiter) => {
+      try {
+        limitedFetch(on, { key: 'upstream', ...options })
+      } catch (error) {
+        return (error as Error).message
+      }
+      throw new Error('no error thrown')
+    }
+    expect(mistake({ cost: { tpm: 0 } })).to.equal(
+      'fleetlimit: invalid option `cost.tpm`: got 0; expected a whole number from 1 to 1000000000.',
+    )
+    expect(mistake({ settle: 'usage' as never })).to.equal(
+      'fleetlimit: invalid option `settle`: got "usage"; expected a function.',
+    )
+    expect(mistake({ settle: () => 1 }, { acquire: limiter.acquire, pause: limiter.pause })).to.include(
+      'expected a limiter with settle() for the `settle` option',
+    )
+    expect(mistake({ onSettleError: true as never })).to.include('invalid option `onSettleError`')
   })
 })

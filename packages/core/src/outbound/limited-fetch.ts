@@ -1,16 +1,21 @@
 import { parseDuration } from '../common/duration.js'
 import { isFleetlimitError, OptionError } from '../common/errors.js'
-import { checkInteger, checkOptionNames, optionalFunction, optionNames } from '../common/validate.js'
+import { checkInteger, checkOptionNames, isPlainObject, optionalFunction, optionNames } from '../common/validate.js'
+import type { Decision } from '../limiter/decision.js'
 import type { KeyInput } from '../limiter/keys.js'
-import type { RateLimiter } from '../limiter/limiter.js'
-import { MAX_HOLD_MS, MAX_LIMIT } from '../limiter/policy.js'
+import type { CallCost, RateLimiter } from '../limiter/limiter.js'
+import { MAX_HOLD_MS, MAX_LIMIT, type Policy } from '../limiter/policy.js'
+import { createCallEnd, type ReadCost } from './call-end.js'
 import { retryAfterOf } from './retry-after.js'
 
 /** The shape of the global `fetch`. */
 export type FetchFunction = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
 
-/** What limitedFetch uses of a limiter: a RateLimiter has both; a wrapper (to log pauses, say) may stand in. */
-export type OutboundLimiter = Pick<RateLimiter, 'acquire' | 'pause'>
+/**
+ * What limitedFetch uses of a limiter: a RateLimiter has it all; a wrapper (to log pauses, say) may stand in,
+ * passing `release` on for a limiter with an in-flight policy and `settle` on for the `settle` option.
+ */
+export type OutboundLimiter = Pick<RateLimiter, 'acquire' | 'pause'> & Partial<Pick<RateLimiter, 'release' | 'settle'>>
 
 export interface LimitedFetchOptions {
   /** The limiter key of the upstream's quota, the same in every process that calls it, e.g. 'api.example.com'. */
@@ -23,8 +28,11 @@ export interface LimitedFetchOptions {
    * An attempt itself is not cut short: give `init.signal` (e.g. `AbortSignal.timeout()`) for that. Default '30s'.
    */
   maxWaitMs?: number | string
-  /** Units each attempt consumes. Default: the limiter's cost. */
-  cost?: number
+  /**
+   * Units each attempt consumes: a whole number, or with several policies a map from policy name to cost (an
+   * estimate of a call's tokens, say, that `settle` corrects). Default: the limiter's cost.
+   */
+  cost?: CallCost
   /** The longest pause one Retry-After may put on the whole fleet; a longer one is capped to this. Default '1h'. */
   maxPauseMs?: number | string
   /** The fetch to call. Default: the global fetch, looked up at each call (so a test may stub it). */
@@ -36,6 +44,21 @@ export interface LimitedFetchOptions {
    * sliding-log policy without blockFor; 0 (none) for any other, which then needs a longer window as its margin.
    */
   transitMs?: number | string
+  /**
+   * Reads an attempt's true cost from the upstream's response, e.g. `usage.total_tokens` from a JSON body: a
+   * whole number, or a map from policy name to cost (a policy left out keeps the cost it was admitted with).
+   * The limiter then settles the attempt's units to it (`limiter.settle`). It gets a copy of the response, whose
+   * body it may read: the caller's stays unread. Called for every response the upstream sends, a retried 429
+   * included (return 0 for what the upstream does not charge). It does not hold the response up: limitedFetch
+   * resolves once the headers are in, as fetch does, and the settle reads its copy as the body arrives. If it
+   * throws, the attempt keeps the cost it was admitted with, and the error goes to `onSettleError`.
+   */
+  settle?: ReadCost
+  /**
+   * Where an error of `settle` (or of the limiter's settle with its cost) goes, with the copy of the response it
+   * was given. Default: console.warn.
+   */
+  onSettleError?: (error: unknown, response: Response) => void
 }
 
 const OPTION_NAMES = optionNames<LimitedFetchOptions>({
@@ -46,6 +69,8 @@ const OPTION_NAMES = optionNames<LimitedFetchOptions>({
   maxPauseMs: true,
   fetch: true,
   transitMs: true,
+  settle: true,
+  onSettleError: true,
 })
 
 const now = () => performance.now()
@@ -57,17 +82,30 @@ const now = () => performance.now()
  * tried again once the pause is over, within `maxWaitMs`. A 429/503 without Retry-After, any other status, and a
  * request whose body cannot be sent twice (a stream) are answered as the upstream answered.
  *
+ * With an in-flight policy (`concurrency`), an attempt's slot is given back once the upstream is done with it:
+ * when the caller has read the response's body to its end or cancelled it (read or cancel it, or the slot is
+ * held until it expires), when the fetch throws, or before a 429 is retried. With `settle`, the slot is given
+ * back once the true cost is recorded too.
+ *
  * @example
  * ```ts
  * const limiter = createRateLimiter({ store: redisStore(new Redis()), limit: 20, window: '1s', name: 'github' })
  * const github = limitedFetch(limiter, { key: 'api.github.com', maxWaitMs: '10s' })
  * const response = await github('https://api.github.com/repos/nodejs/node')
+ *
+ * // An LLM API's quotas: requests and tokens per minute, 5 calls in flight; a call's tokens known from its answer.
+ * const llm = limitedFetch(llmLimiter, {
+ *   key: 'api.llm.test',
+ *   cost: { rpm: 1, tpm: 1_000 }, // the request's max_tokens plus its prompt: an upper bound, settled down
+ *   settle: async (response) => ({ tpm: response.ok ? (await response.json()).usage.total_tokens : 0 }),
+ * })
  * ```
  */
 export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOptions): FetchFunction {
   const config = resolveOptions(limiter, options)
   const { key, maxRetries, maxWaitMs, maxPauseMs, cost, transitMs } = config
   const send: FetchFunction = config.fetch ?? ((input, init) => globalThis.fetch(input, init))
+  const end = createCallEnd({ limiter, settle: config.settle, onSettleError: config.onSettleError })
 
   return async (input, init) => {
     const deadline = now() + maxWaitMs
@@ -76,10 +114,11 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
     // The answer a retry replaces: handed back as is (body unread) when the retry cannot be made.
     let last: Response | undefined
     for (let attempt = 0; ; attempt++) {
+      let decision: Decision
       try {
         signal?.throwIfAborted()
         const maxWait = Math.max(0, Math.floor(deadline - now()))
-        await limiter.acquire(key, {
+        decision = await limiter.acquire(key, {
           maxWaitMs: maxWait,
           ...(signal && { signal }),
           ...(cost !== undefined && { cost }),
@@ -92,20 +131,34 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
       }
       // Its body is never read: cancelling it frees the connection.
       await discard(last)
-      const response = await send(input, init)
+      if (!end.canEnd(decision)) {
+        throw new OptionError('limiter', limiter, 'a limiter with release() for an in-flight policy')
+      }
+      let response: Response
+      try {
+        response = await send(input, init)
+      } catch (error) {
+        await end.failed(decision)
+        throw error
+      }
       const waitMs = response.status === 429 || response.status === 503 ? retryAfterOf(response.headers) : undefined
-      if (waitMs === undefined) return response
+      if (waitMs === undefined) return end.handOver(decision, response, signal)
       const pauseMs = Math.min(waitMs, maxPauseMs)
       // The whole fleet stops, whether or not this call tries again.
       if (pauseMs > 0) {
         try {
           await limiter.pause(key, pauseMs)
         } catch (error) {
+          await end.finish(decision, response, signal)
           await discard(response)
           throw error
         }
       }
-      if (attempt >= maxRetries || !replayable || pauseMs > deadline - now()) return response
+      if (attempt >= maxRetries || !replayable || pauseMs > deadline - now()) {
+        return end.handOver(decision, response, signal)
+      }
+      // Ended before the next acquire, which may need its slot.
+      await end.finish(decision, response, signal)
       last = response
     }
   }
@@ -116,20 +169,27 @@ interface ResolvedOptions {
   readonly maxRetries: number
   readonly maxWaitMs: number
   readonly maxPauseMs: number
-  readonly cost: number | undefined
+  readonly cost: CallCost | undefined
   readonly fetch: FetchFunction | undefined
   readonly transitMs: number
+  readonly settle: ReadCost | undefined
+  readonly onSettleError: (error: unknown, response: Response) => void
 }
 
 // The transit a request to an upstream is given by default: a new connection arrived 76 ms late in a fleet's
 // measurement, later ones 1 to 5 ms.
 const DEFAULT_TRANSIT_MS = 100
 
-/** Whether the limiter can count a unit longer than its window (acquire's transitMs): one plain sliding log. */
+/**
+ * Whether the limiter can count a unit longer than its window (acquire's transitMs): one plain sliding log (an
+ * in-flight policy holds slots, not units).
+ */
 function takesTransit(limiter: unknown): boolean {
-  const { policies } = limiter as { policies?: readonly { algorithm?: string; blockFor?: number }[] }
+  const { policies } = limiter as { policies?: readonly Partial<Policy>[] }
   const [only] = policies ?? []
-  return policies?.length === 1 && only?.algorithm === 'sliding-log' && only.blockFor === 0
+  return (
+    policies?.length === 1 && only?.algorithm === 'sliding-log' && only.blockFor === 0 && only.concurrency === undefined
+  )
 }
 
 function resolveOptions(limiter: unknown, options: LimitedFetchOptions): ResolvedOptions {
@@ -138,12 +198,16 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
     throw new OptionError('limiter', limiter, 'a limiter from createRateLimiter() as the first argument')
   }
   checkOptionNames(options, 'limitedFetch', OPTION_NAMES)
+  const settle = optionalFunction(options.settle, 'settle')
+  if (settle && typeof given.settle !== 'function') {
+    throw new OptionError('limiter', limiter, 'a limiter with settle() for the `settle` option')
+  }
   return Object.freeze({
     key: checkKey(options.key),
     maxRetries: checkInteger(options.maxRetries ?? 2, 'maxRetries', 0, 100),
     maxWaitMs: parseDuration(options.maxWaitMs ?? 30_000, 'maxWaitMs', { min: 0, max: MAX_HOLD_MS }),
     maxPauseMs: parseDuration(options.maxPauseMs ?? 3_600_000, 'maxPauseMs', { max: MAX_HOLD_MS }),
-    cost: options.cost === undefined ? undefined : checkInteger(options.cost, 'cost', 1, MAX_LIMIT),
+    cost: checkCallCost(options.cost),
     fetch: optionalFunction(options.fetch, 'fetch'),
     transitMs:
       options.transitMs === undefined
@@ -151,7 +215,20 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
           ? DEFAULT_TRANSIT_MS
           : 0
         : parseDuration(options.transitMs, 'transitMs', { min: 0, max: MAX_HOLD_MS }),
+    settle,
+    onSettleError: optionalFunction(options.onSettleError, 'onSettleError') ?? warnSettleError,
   })
+}
+
+const warnSettleError = (error: unknown) =>
+  console.warn('fleetlimit: limitedFetch could not settle a call, which keeps the cost it was admitted with:', error)
+
+/** A cost: a whole number, or a map of them (whose policy names the limiter checks when it acquires). */
+function checkCallCost(cost: unknown): CallCost | undefined {
+  if (cost === undefined) return undefined
+  if (!isPlainObject(cost)) return checkInteger(cost, 'cost', 1, MAX_LIMIT)
+  for (const [name, units] of Object.entries(cost)) checkInteger(units, `cost.${name}`, 1, MAX_LIMIT)
+  return Object.freeze({ ...cost }) as CallCost
 }
 
 function checkKey(key: unknown): KeyInput {

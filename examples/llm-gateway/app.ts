@@ -1,0 +1,196 @@
+import { type ChildProcess, fork } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { startUpstream, type Upstream, type UpstreamStats } from './upstream.js'
+import type { WorkerConfig, WorkerMessage } from './worker.js'
+
+export interface LlmGatewayOptions {
+  /** The Redis the workers share. Default: a redis-server started for the run, and stopped after it. */
+  readonly redisUrl?: string
+  /** Worker processes. Default 4. */
+  readonly workers?: number
+  /** Calls each worker keeps going at once. Default 3: twelve callers, more than the five in flight allowed. */
+  readonly callsPerWorker?: number
+  /**
+   * The upstream's window, in ms: the limits stay 60 requests and 6,000 units per window, so a shorter window
+   * scales time alone (6,000 ms runs the minute's traffic ten times faster). Default 60,000.
+   */
+  readonly windowMs?: number
+  /** How many windows the run is measured over. Default 2. */
+  readonly windows?: number
+  /**
+   * How much longer the fleet's windows are than the upstream's, in ms: the time from an admission to the
+   * upstream's count of the call (a Redis reply, a busy event loop, the request on the wire). Default 500.
+   */
+  readonly marginMs?: number
+  /** Where the report's lines go. Default: console.log. */
+  readonly log?: (line: string) => void
+}
+
+export interface LlmGatewayReport {
+  /** The upstream's limits (and the fleet's, over windows `marginMs` longer). */
+  readonly limits: {
+    readonly requestsPerWindow: number
+    readonly unitsPerWindow: number
+    readonly inFlight: number
+    readonly windowMs: number
+  }
+  /** What the upstream saw over the whole run (every call, to the stop): its maxima are the proof. */
+  readonly upstream: UpstreamStats
+  /** Calls served and their units, counted at their arrival within the measured run (`windows` windows). */
+  readonly measured: { readonly ms: number; readonly served: number; readonly units: number }
+  /** The most units any fleet could have had served in the measured run: the units limit, once per window. */
+  readonly idealUnits: number
+  /** measured.units / idealUnits. */
+  readonly throughput: number
+  /** The workers' own counts. */
+  readonly workers: readonly Extract<WorkerMessage, { type: 'done' }>[]
+  /** Whether every expectation held. */
+  readonly passed: boolean
+}
+
+// The upstream's limits: those of a small LLM API plan. A call's true cost is 10 to 200 units (mean 105), told
+// only in its answer.
+const REQUESTS_PER_WINDOW = 60
+const UNITS_PER_WINDOW = 6_000
+const IN_FLIGHT = 5
+const MAX_COST = 200
+
+/**
+ * Four processes (by default) call a stub LLM upstream that enforces 60 requests and 6,000 units per window and
+ * 5 calls in flight, sharing one fleetlimit limiter with those three policies through Redis. Each call is admitted
+ * with its largest cost, settled down to the usage in its answer, and its in-flight slot is freed once the answer
+ * has been read: the upstream never refuses a call, and serves nearly its units limit.
+ *
+ * @example
+ * ```ts
+ * const report = await runExample({ redisUrl: 'redis://127.0.0.1:6379', windowMs: 6_000 })
+ * console.log(report.upstream.rejected, report.throughput) // 0 0.95
+ * ```
+ */
+export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGatewayReport> {
+  const log = options.log ?? console.log
+  const workerCount = options.workers ?? 4
+  const windowMs = options.windowMs ?? 60_000
+  const windows = options.windows ?? 2
+  const marginMs = options.marginMs ?? 500
+  const { redisUrl, server } =
+    options.redisUrl === undefined
+      ? await startRedisServer().then((started) => ({ redisUrl: started.url, server: started }))
+      : { redisUrl: options.redisUrl, server: undefined }
+  let upstream: Upstream | undefined
+  const workers: ChildProcess[] = []
+  try {
+    const api = await startUpstream({
+      requestsPerWindow: REQUESTS_PER_WINDOW,
+      unitsPerWindow: UNITS_PER_WINDOW,
+      inFlight: IN_FLIGHT,
+      windowMs,
+    })
+    upstream = api
+    const window = `${windowMs / 1_000} s`
+    log(
+      `${workerCount} workers call an LLM upstream that allows ${REQUESTS_PER_WINDOW} requests and ` +
+        `${UNITS_PER_WINDOW} units per ${window} and ${IN_FLIGHT} calls in flight; they share one fleetlimit ` +
+        `limiter with those three policies (windows ${marginMs} ms longer) through Redis at ${redisUrl}`,
+    )
+    const base = {
+      redisUrl,
+      prefix: `fleetlimit-llm-${randomBytes(4).toString('hex')}`,
+      upstreamUrl: api.url,
+      calls: options.callsPerWorker ?? 3,
+      requestsPerWindow: REQUESTS_PER_WINDOW,
+      unitsPerWindow: UNITS_PER_WINDOW,
+      inFlight: IN_FLIGHT,
+      windowMs: windowMs + marginMs,
+      estimate: MAX_COST,
+    }
+    const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url))
+    const done: Extract<WorkerMessage, { type: 'done' }>[] = []
+    const ready = Array.from({ length: workerCount }, (_, i) => {
+      const child = fork(workerPath, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+      workers.push(child)
+      child.send({ ...base, worker: i + 1 } satisfies WorkerConfig)
+      return new Promise<void>((resolve, reject) => {
+        child.on('message', (message: WorkerMessage) => {
+          if (message.type === 'ready') resolve()
+          else done.push(message)
+        })
+        child.once('exit', (code) => reject(new Error(`worker ${i + 1} exited with ${code} before it was ready`)))
+      })
+    })
+    await Promise.all(ready)
+    for (const child of workers) child.removeAllListeners('exit')
+    const exited = workers.map((child) => once(child, 'exit'))
+
+    const started = performance.now()
+    for (const child of workers) child.send('go')
+    for (let w = 1; w <= windows; w++) {
+      await sleep(started + w * windowMs - performance.now())
+      const { served, units } = api.stats()
+      log(`  after ${w} window${w > 1 ? 's' : ''}: ${served} calls served, ${units} units`)
+    }
+    const measuredMs = performance.now() - started
+    const { served, units } = api.stats()
+    for (const child of workers) child.send('stop')
+    const exits = await Promise.all(exited)
+    const stats = api.stats()
+
+    const idealUnits = UNITS_PER_WINDOW * windows
+    const throughput = units / idealUnits
+    const errors = done.reduce((sum, d) => sum + d.errors, 0)
+    const overLimit = done.reduce((sum, d) => sum + d.overLimit, 0)
+    log('')
+    let passed = true
+    const check = (ok: boolean, text: string) => {
+      passed &&= ok
+      log(`  ${ok ? 'ok  ' : 'FAIL'} ${text}`)
+    }
+    check(
+      stats.maxInFlight <= IN_FLIGHT,
+      `in flight at the upstream: at most ${stats.maxInFlight} (limit ${IN_FLIGHT})`,
+    )
+    check(
+      stats.maxRequestsInWindow <= REQUESTS_PER_WINDOW,
+      `requests in any ${window}: at most ${stats.maxRequestsInWindow} (limit ${REQUESTS_PER_WINDOW})`,
+    )
+    check(
+      stats.maxUnitsInWindow <= UNITS_PER_WINDOW,
+      `units in any ${window}: at most ${stats.maxUnitsInWindow} (limit ${UNITS_PER_WINDOW})`,
+    )
+    check(stats.rejected === 0, `429s from the upstream: ${stats.rejected}`)
+    // Units bind: 60 requests at the mean cost of 105 would be 6,300 units, over the 6,000 allowed.
+    check(
+      throughput >= 0.9,
+      `units served in ${windows} windows: ${units} of the ${idealUnits} the units limit allows ` +
+        `(${(throughput * 100).toFixed(1)}%, expected at least 90%)`,
+    )
+    const clean = exits.filter(([code]) => code === 0).length
+    check(
+      errors === 0 && overLimit === 0 && clean === workerCount && done.length === workerCount,
+      `workers: ${clean} of ${workerCount} reported and exited cleanly; failed calls or settles: ${errors}; ` +
+        `settles over a limit: ${overLimit}`,
+    )
+    return {
+      limits: {
+        requestsPerWindow: REQUESTS_PER_WINDOW,
+        unitsPerWindow: UNITS_PER_WINDOW,
+        inFlight: IN_FLIGHT,
+        windowMs,
+      },
+      upstream: stats,
+      measured: { ms: measuredMs, served, units },
+      idealUnits,
+      throughput,
+      workers: done,
+      passed,
+    }
+  } finally {
+    for (const child of workers) if (child.exitCode === null && child.signalCode === null) child.kill()
+    await upstream?.close()
+    await server?.stop()
+  }
+}
