@@ -2,7 +2,7 @@
 // and what waiting costs Redis. Each round, this process holds the policy's one slot, a forked process's acquire()
 // waits for it (its first decision was denied), and this process releases it: the time from just before release()
 // to the waiter's admission (wall clock, one machine) beside the round trip of a PING on the same server. Then, with
-// the slot held, 10 and then 100 waiters (spread over 4 processes) wait 3 s: the commands Redis ran per second
+// the slot held, 4, 20 and then 100 waiters (spread over 4 processes) wait 3 s: the commands Redis ran per second
 // meanwhile (INFO commandstats, less the INFO and CONFIG calls of the measurement itself).
 import { type ChildProcess, fork } from 'node:child_process'
 import { once } from 'node:events'
@@ -14,8 +14,6 @@ import { Redis } from 'ioredis'
 import type { HandoverMessage } from './handover-worker.js'
 import type { PartResult } from './run.js'
 
-const ROUNDS = 300
-const WAIT_MS = 3_000
 const wallNow = () => performance.timeOrigin + performance.now()
 
 function quantile(sorted: readonly number[], q: number): number {
@@ -51,12 +49,13 @@ function startWorker(): Worker {
   }
 }
 
-export async function handover(): Promise<PartResult> {
+export async function handover({ rounds = 300, waitMs = 3_000 } = {}): Promise<PartResult> {
   const server = await startRedisServer()
   const admin = new Redis(server.url)
   const prefix = 'handover'
+  const client = new Redis(server.url)
   const limiter = createRateLimiter({
-    store: redisStore(new Redis(server.url), { prefix }),
+    store: redisStore(client, { prefix }),
     policies: [definePolicy({ name: 'handover', concurrency: 1 })],
   })
   const workers: Worker[] = []
@@ -76,7 +75,7 @@ export async function handover(): Promise<PartResult> {
     const [waiter] = workers as [Worker]
 
     const handovers: number[] = []
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < rounds; round++) {
       const held = await limiter.consume('k')
       if (!held.allowed) throw new Error('the slot was not free at the start of a round')
       waiter.send({ type: 'wait', waiters: 1, hold: false })
@@ -91,13 +90,14 @@ export async function handover(): Promise<PartResult> {
     handovers.sort((a, b) => a - b)
 
     const load: { waiters: number; perSecond: number }[] = []
-    for (const waiters of [10, 100]) {
+    // Spread evenly over the 4 processes.
+    for (const waiters of [4, 20, 100]) {
       const held = await limiter.consume('k')
       for (const worker of workers) worker.send({ type: 'wait', waiters: waiters / workers.length, hold: false })
       await Promise.all(workers.map((w) => w.next('waiting')))
       await admin.config('RESETSTAT')
       const start = performance.now()
-      await sleep(WAIT_MS)
+      await sleep(waitMs)
       const stats = await admin.info('commandstats')
       const seconds = (performance.now() - start) / 1_000
       let calls = 0
@@ -111,21 +111,21 @@ export async function handover(): Promise<PartResult> {
     }
 
     const data = {
-      rounds: ROUNDS,
+      rounds,
       handoverMs: { median: quantile(handovers, 0.5), p99: quantile(handovers, 0.99), max: handovers.at(-1) },
       pingMs: { median: quantile(pings, 0.5), p99: quantile(pings, 0.99) },
       commandsPerSecondWhileWaiting: load,
     }
     const f = (n: number) => n.toFixed(2)
     const markdown = [
-      `From \`release()\` in one process to \`acquire()\`'s admission in another, ${ROUNDS} rounds, one redis-server:`,
+      `From \`release()\` in one process to \`acquire()\`'s admission in another, ${rounds} rounds, one redis-server:`,
       '',
       '| | median | p99 |',
       '|---|---|---|',
       `| handover | ${f(data.handoverMs.median)} ms | ${f(data.handoverMs.p99)} ms |`,
       `| PING round trip | ${f(data.pingMs.median)} ms | ${f(data.pingMs.p99)} ms |`,
       '',
-      `Commands Redis ran per second while waiters waited ${WAIT_MS / 1_000} s on a full key (4 processes):`,
+      `Commands Redis ran per second while waiters waited ${waitMs / 1_000} s on a full key (4 processes):`,
       '',
       '| waiters | commands per second |',
       '|---|---|',
@@ -137,6 +137,7 @@ export async function handover(): Promise<PartResult> {
     for (const worker of workers) worker.child.kill()
     await Promise.all(workers.map((w) => (w.child.exitCode === null ? once(w.child, 'exit') : undefined)))
     admin.disconnect()
+    client.disconnect()
     await server.stop()
   }
 }

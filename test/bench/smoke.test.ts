@@ -3,6 +3,7 @@
 import { expect } from 'chai'
 import { type AccuracyRow, accuracy } from '../../bench/accuracy.js'
 import { failure } from '../../bench/failure.js'
+import { handover } from '../../bench/handover.js'
 import { type InProcessRow, inProcess } from '../../bench/in-process.js'
 import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
@@ -154,5 +155,18 @@ describe('bench parts at a tiny size', () => {
       expect(row.rounds).to.have.length(1)
     }
     expect(markdown).to.include('| denied | 100 |')
+  })
+
+  it('handover: every round timed, and the commands per second while 4, 20 and 100 waiters wait', async function () {
+    this.timeout(60_000)
+    const { data } = await handover({ rounds: 10, waitMs: 200 })
+    const { rounds, handoverMs, commandsPerSecondWhileWaiting } = data as {
+      rounds: number
+      handoverMs: { median: number; p99: number }
+      commandsPerSecondWhileWaiting: { waiters: number; perSecond: number }[]
+    }
+    expect(rounds).to.equal(10)
+    expect(handoverMs.median).to.be.a('number').and.not.NaN
+    expect(commandsPerSecondWhileWaiting.map((l) => l.waiters)).to.deep.equal([4, 20, 100])
   })
 })
