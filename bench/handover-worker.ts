@@ -9,6 +9,8 @@ export type HandoverMessage =
   /** Acquire `waiters` times at once on the key; report each admission, then release it. */
   | { type: 'wait'; waiters: number; hold: boolean }
   | { type: 'release' }
+  /** Subscribe to `channel` on a connection of its own and report when each message arrives. */
+  | { type: 'listen'; channel: string }
 
 const wallNow = () => performance.timeOrigin + performance.now()
 const send = (message: unknown) => process.send?.(message)
@@ -24,6 +26,11 @@ process.on('message', async (message: HandoverMessage) => {
     // Its first decision opens the connection and the subscription; a peek records nothing.
     await limiter.peek('k')
     send({ type: 'ready' })
+  } else if (message.type === 'listen') {
+    const subscriber = new Redis((client as Redis).options)
+    subscriber.on('message', () => send({ type: 'heard', at: wallNow() }))
+    await subscriber.subscribe(message.channel)
+    send({ type: 'listening' })
   } else if (message.type === 'wait') {
     const current = limiter
     if (!current) throw new Error('wait before setup')

@@ -1,7 +1,8 @@
 // Handover part: how soon a slot of an in-flight policy released in one process is taken by a waiter in another,
 // and what waiting costs Redis. Each round, this process holds the policy's one slot, a forked process's acquire()
 // waits for it (its first decision was denied), and this process releases it: the time from just before release()
-// to the waiter's admission (wall clock, one machine) beside the round trip of a PING on the same server. Then, with
+// to the waiter's admission (wall clock, one machine) beside the round trip of a PING on the same server and the
+// time a PUBLISH from this process takes to be heard in the waiting one (the floor of any wake-up). Then, with
 // the slot held, 4, 20 and then 100 waiters (spread over 4 processes) wait 3 s: the commands Redis ran per second
 // meanwhile (INFO commandstats, less the INFO and CONFIG calls of the measurement itself).
 import { type ChildProcess, fork } from 'node:child_process'
@@ -74,6 +75,18 @@ export async function handover({ rounds = 300, waitMs = 3_000 } = {}): Promise<P
     await Promise.all(workers.map((w) => w.next('ready')))
     const [waiter] = workers as [Worker]
 
+    // The floor of a wake-up in another process: a PUBLISH from here, heard there.
+    waiter.send({ type: 'listen', channel: 'handover-probe' })
+    await waiter.next('listening')
+    const messages: number[] = []
+    for (let round = 0; round < rounds; round++) {
+      const sentAt = wallNow()
+      await admin.publish('handover-probe', 'x')
+      const { at } = await waiter.next('heard')
+      messages.push((at as number) - sentAt)
+    }
+    messages.sort((a, b) => a - b)
+
     const handovers: number[] = []
     for (let round = 0; round < rounds; round++) {
       const held = await limiter.consume('k')
@@ -114,6 +127,7 @@ export async function handover({ rounds = 300, waitMs = 3_000 } = {}): Promise<P
       rounds,
       handoverMs: { median: quantile(handovers, 0.5), p99: quantile(handovers, 0.99), max: handovers.at(-1) },
       pingMs: { median: quantile(pings, 0.5), p99: quantile(pings, 0.99) },
+      messageMs: { median: quantile(messages, 0.5), p99: quantile(messages, 0.99) },
       commandsPerSecondWhileWaiting: load,
     }
     const f = (n: number) => n.toFixed(2)
@@ -123,6 +137,7 @@ export async function handover({ rounds = 300, waitMs = 3_000 } = {}): Promise<P
       '| | median | p99 |',
       '|---|---|---|',
       `| handover | ${f(data.handoverMs.median)} ms | ${f(data.handoverMs.p99)} ms |`,
+      `| a PUBLISH here, heard in the other process | ${f(data.messageMs.median)} ms | ${f(data.messageMs.p99)} ms |`,
       `| PING round trip | ${f(data.pingMs.median)} ms | ${f(data.pingMs.p99)} ms |`,
       '',
       `Commands Redis ran per second while waiters waited ${waitMs / 1_000} s on a full key (4 processes):`,
