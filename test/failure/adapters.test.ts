@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { definePolicy, redisStore } from '@fleetlimit/core'
 import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
@@ -14,7 +15,10 @@ describe('adapters while Redis is down', function () {
   before(async () => {
     server = await startRedisServer()
     client = await defaultClient(server.url)
+    // The client must have seen its connection go: until then it would send, as to a live server.
+    const closed = once(client, 'close')
     await server.stop()
+    await closed
   })
   after(() => client.disconnect())
 
@@ -28,18 +32,21 @@ describe('adapters while Redis is down', function () {
           shared: { store: redisStore(client), logger: { warn() {} } },
           route: definePolicy({ name: 'users', limit: 5, window: '1m', timeoutMs: 100 }),
         })
-        for (let i = 0; i < 5; i++) {
-          const res = await app.request('GET', '/users/1')
-          expect(res.status).to.equal(503)
-          // The breaker's default cool-down (1 s) bounds the wait until the store is tried again.
-          expect(res.headers['retry-after']).to.equal('1')
-          expect(res.headers['content-type']).to.equal('application/problem+json')
-          expect(JSON.parse(res.body)).to.include({ status: 503, title: 'Service Unavailable' })
-          expect(res.headers.ratelimit).to.equal(undefined)
+        try {
+          for (let i = 0; i < 5; i++) {
+            const res = await app.request('GET', '/users/1')
+            expect(res.status).to.equal(503)
+            // The breaker's default cool-down (1 s) bounds the wait until the store is tried again.
+            expect(res.headers['retry-after']).to.equal('1')
+            expect(res.headers['content-type']).to.equal('application/problem+json')
+            expect(JSON.parse(res.body)).to.include({ status: 503, title: 'Service Unavailable' })
+            expect(res.headers.ratelimit).to.equal(undefined)
+          }
+          expect(sent.callCount, 'commands handed to the disconnected client').to.equal(0)
+        } finally {
+          sent.restore()
+          await app.close()
         }
-        expect(sent.callCount, 'commands handed to the disconnected client').to.equal(0)
-        sent.restore()
-        await app.close()
       })
 
       it('failing open: 200 under the fallback limit, then 429', async () => {
