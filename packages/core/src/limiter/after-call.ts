@@ -63,21 +63,31 @@ export interface AfterCallDeps {
   freed(keys: readonly string[]): void
 }
 
-interface Released {
-  pending?: Promise<ReleaseResult> | undefined
-  answer?: ReleaseResult
-}
-
-interface Settled {
+interface Settled extends Asked<SettleResult> {
   readonly id: string
   readonly costs: readonly number[]
-  pending?: Promise<SettleResult> | undefined
-  answer?: SettleResult
 }
 
 const NOT_RELEASABLE: ReleaseResult = Object.freeze({ slots: 0, outcome: 'not-releasable' })
 const ALREADY_RELEASED: ReleaseResult = Object.freeze({ slots: 0, outcome: 'already-released' })
 const none = (outcome: SettleResult['outcome']): SettleResult => ({ outcome, overLimit: 0 })
+
+/** One kind of request about one receipt: the try in flight, and the answer once it came. */
+export interface Asked<T> {
+  pending?: Promise<T> | undefined
+  answer?: T
+}
+
+/** Makes `sent` the try in flight of `state`, and keeps its answer: concurrent askers wait for that one try. */
+export async function askOnce<T>(state: Asked<T>, sent: Promise<T>): Promise<T> {
+  state.pending = sent
+  try {
+    state.answer = await sent
+    return state.answer
+  } finally {
+    state.pending = undefined
+  }
+}
 
 /** The units a receipt's i-th window holds now: its settled cost once settled. */
 export function unitsOf(receipt: Receipt, settledCosts: readonly number[] | undefined, i: number): number {
@@ -91,7 +101,7 @@ export function unitsOf(receipt: Receipt, settledCosts: readonly number[] | unde
  */
 export function createAfterCall(deps: AfterCallDeps) {
   const { store } = deps
-  const released = new WeakMap<Receipt, Released>()
+  const released = new WeakMap<Receipt, Asked<ReleaseResult>>()
   const settled = new WeakMap<Receipt, Settled>()
 
   async function release(decision: Decision): Promise<ReleaseResult> {
@@ -122,13 +132,7 @@ export function createAfterCall(deps: AfterCallDeps) {
           throw deps.failure(error, key)
         },
       )
-    state.pending = sent
-    try {
-      state.answer = await sent
-      return state.answer
-    } finally {
-      state.pending = undefined
-    }
+    return askOnce(state, sent)
   }
 
   /** Keeps a decision's slots held `ms` (default: each policy's slotTtlMs) from now; false once they are gone. */
@@ -222,13 +226,7 @@ export function createAfterCall(deps: AfterCallDeps) {
               },
             ),
     )
-    state.pending = sent
-    try {
-      state.answer = await sent
-      return state.answer
-    } finally {
-      state.pending = undefined
-    }
+    return askOnce(state, sent)
   }
 
   /** A store's answer in the limiter's terms: how far over its limit the settle left each window. */

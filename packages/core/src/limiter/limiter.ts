@@ -9,6 +9,8 @@ import { serversOf } from '../store/server-set.js'
 import type { Lease, RefundRequest, SlotRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
 import {
+  type Asked,
+  askOnce,
   createAfterCall,
   type Receipt,
   type ReleaseResult,
@@ -387,12 +389,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const receiptOf = (decision: unknown) => Receipted.of<Receipt>(decision, owner)
   // Refunds asked, by receipt (whatever object carries it): the id every try sends, so that the store applies the
   // refund once however often it is sent (a retry after a timeout), the try in flight, and the answer once known.
-  interface Asked {
-    readonly id: string
-    pending?: Promise<RefundResult> | undefined
-    answer?: RefundResult
-  }
-  const asked = new WeakMap<Receipt, Asked>()
+  const asked = new WeakMap<Receipt, Asked<RefundResult> & { readonly id: string }>()
   const leaseReceipt = (id: string, key: string, lease: Lease, units: number): Receipt => ({
     id,
     requests: [{ key, windowMs: lease.windowMs, recorded: lease.recorded }],
@@ -745,14 +742,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       state = { id: randomUUID() }
       asked.set(receipt, state)
     }
-    const sent = sendRefund(receipt, state.id)
-    state.pending = sent
-    try {
-      state.answer = await sent
-      return state.answer
-    } finally {
-      state.pending = undefined
-    }
+    return askOnce(state, sendRefund(receipt, state.id))
   }
 
   // An admission whose waiter gave up is refunded and its slots released; a failure is logged once an outage
