@@ -781,9 +781,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     {
       maxQueue: config.maxQueue,
       refund: refundUnused,
-      ...(slotPolicies.length > 0 && { firmWait: rateWait }),
-      onStart: (queueKey, { windows }) => slotWaits.add(queueKey, windows),
-      onIdle: (queueKey) => slotWaits.forget(queueKey),
+      // Only a limiter with in-flight policies has slot keys to wait on.
+      ...(slotPolicies.length > 0 && {
+        firmWait: rateWait,
+        onStart: (queueKey: string, { windows }: { windows: readonly Window[] }) => slotWaits.add(queueKey, windows),
+        onIdle: (queueKey: string) => slotWaits.forget(queueKey),
+      }),
     },
   )
   /** A denial's wait that no release shortens: its longest among the rate policies that denied it. */
