@@ -41,6 +41,7 @@ module.exports = {
     'test/adapters/shared-limiter.test.ts',
     'test/failure/circuit-breaker.test.ts',
     'test/docs/links.test.ts',
+    'test/docs/readme-commands.test.ts',
     'test/examples/llm-gateway-upstream.test.ts',
   ],
 }
