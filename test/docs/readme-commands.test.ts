@@ -1,7 +1,9 @@
 /**
  * The README's Development section gives a newcomer the two commands for a machine with only Node and npm: one line
  * that sets up the workspace and runs the demo, and the whole suite as CI runs it. These tests fail when either goes
- * missing or stops matching `.ci/run` and package.json. No Redis, no network: they read the files.
+ * missing or stops matching `.ci/run` and package.json; and when the Install section's way from a clone (packed
+ * tarballs, until the packages are published) stops matching CONTRIBUTING's release steps or the versions. No
+ * Redis, no network: they read the files.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -69,5 +71,27 @@ describe('docs: the README’s two commands', () => {
     const aptLine = /apt-get install -y redis-server/.exec(ciRun)?.[0]
     expect(aptLine, '.ci/run installs redis-server with apt-get').to.be.a('string')
     expect(development).to.include('`redis-server`').and.include('`PATH`').and.include(`\`${aptLine}\``)
+  })
+})
+
+describe('docs: installing from a clone, until the packages are published', () => {
+  const install = section(read('README.md'), 'Install')
+  const packLine = (text: string) => text.split('\n').find((line) => line.includes('exec pnpm pack --pack-destination'))
+
+  it('the Install section says the packages are not on npm yet, and packs them as CONTRIBUTING’s release does', () => {
+    expect(install).to.include('E404')
+    const readmePack = packLine(install)
+    const releasePack = packLine(read('CONTRIBUTING.md'))?.trim()
+    expect(releasePack, "CONTRIBUTING's release packs with pnpm").to.be.a('string')
+    expect(readmePack, "the README's pack command").to.include(releasePack as string)
+  })
+
+  it('every tarball the docs install is a package of this workspace at its current version', () => {
+    const version = (name: string) => JSON.parse(read(`packages/${name}/package.json`)).version as string
+    for (const doc of ['README.md', 'CONTRIBUTING.md']) {
+      const tarballs = [...read(doc).matchAll(/fleetlimit-(core|express|koa|fastify)-(\S+?)\.tgz/g)]
+      expect(tarballs.length, doc).to.be.at.least(2)
+      for (const [tarball, name = '', at] of tarballs) expect(at, `${doc}: ${tarball}`).to.equal(version(name))
+    }
   })
 })
