@@ -10,6 +10,7 @@ import { createApp as koaApp } from '../examples/koa-router/app.js'
 import { runExample as llmGatewayExample } from '../examples/llm-gateway/app.js'
 import { startExample as otelExample } from '../examples/otel-prometheus/app.js'
 import { runExample as outboundExample } from '../examples/outbound/app.js'
+import { redisClient, uniquePrefix } from './support/redis.js'
 import { redisUrl } from './support/root-hooks.js'
 
 /** The client's next event of this name; events.once would reject on an 'error' first (a refused reconnect). */
@@ -22,6 +23,23 @@ describe('the examples', () => {
     expect(exchanges.map((e) => e.status)).to.deep.equal([200, 200, 200, 200, 200, 429, 429])
     expect(exchanges[5]?.headers['retry-after']).to.equal('10')
     expect(exchanges[0]?.headers['ratelimit-policy']).to.equal('"global";q=100;w=60, "search";q=5;w=10')
+  })
+
+  it('the demo’s HTTP part on Redis: the same answers, counted in Redis under the store’s prefix', async () => {
+    const client = redisClient()
+    const prefix = uniquePrefix()
+    try {
+      const exchanges = await httpBurst(7, redisStore(client, { prefix }))
+      expect(exchanges.map((e) => e.status)).to.deep.equal([200, 200, 200, 200, 200, 429, 429])
+      expect(exchanges[5]?.headers['retry-after']).to.equal('10')
+      expect(exchanges[0]?.headers['ratelimit-policy']).to.equal('"global";q=100;w=60, "search";q=5;w=10')
+      expect((await client.keys(`${prefix}:*`)).sort()).to.deep.equal([
+        `${prefix}:global~sl3-60000:{127.0.0.1}`,
+        `${prefix}:search~sl3-10000:{127.0.0.1}:GET%20/search`,
+      ])
+    } finally {
+      client.disconnect()
+    }
   })
 
   it('all three answer the sixth search with the same 429, and keep the global quota for /users', async () => {

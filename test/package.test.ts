@@ -238,7 +238,14 @@ describe('the packed packages', function () {
       const manifest = manifests[name]
       expect(manifest.exports, name).to.deep.equal(withoutSource(workspace.exports))
       const files = new Set((await tarballFiles(packed.tarballs[name])).map((file) => `./${file}`))
-      const targets = paths([manifest.exports, manifest.main, manifest.module, manifest.types, manifest.typesVersions])
+      const targets = paths([
+        manifest.exports,
+        manifest.main,
+        manifest.module,
+        manifest.types,
+        manifest.typesVersions,
+        manifest.bin,
+      ])
       expect(targets.length, name).to.be.above(4)
       for (const target of targets)
         expect(files.has(target.replace(/^(?!\.\/)/, './')), `${name}: ${target}`).to.equal(true)

@@ -6,6 +6,7 @@ module.exports = {
   ...all,
   spec: [
     'test/core/cli/args.test.ts',
+    'test/core/cli/bin.test.ts',
     'test/core/common/*.test.ts',
     'test/core/http/*.test.ts',
     'test/core/outbound/*.test.ts',
@@ -41,6 +42,7 @@ module.exports = {
     'test/adapters/shared-limiter.test.ts',
     'test/failure/circuit-breaker.test.ts',
     'test/docs/links.test.ts',
+    'test/docs/readme-commands.test.ts',
     'test/examples/llm-gateway-upstream.test.ts',
   ],
 }

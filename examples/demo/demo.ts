@@ -1,5 +1,6 @@
-// `pnpm demo`: the sliding window on the embedded store, and, with REDIS_URL set, a fleet of
-// four processes sharing one limit through Redis.
+// `pnpm demo`: an acquire() burst and the express-basic example on the embedded store, and, with REDIS_URL set,
+// both again on Redis, then a fleet of four processes sharing one limit through Redis.
+import { randomBytes } from 'node:crypto'
 import { memoryStore, redisStore, type Store } from '@fleetlimit/core'
 import { runFleet } from '@fleetlimit/test-kit/fleet'
 import { Redis } from 'ioredis'
@@ -42,9 +43,9 @@ async function fleet(redisUrl: string): Promise<void> {
   )
 }
 
-async function http(): Promise<void> {
-  console.log('\nThe express-basic example: seven GET /search (5 per 10 s, and 100 per minute globally):')
-  const exchanges = await httpBurst(7)
+async function http(label: string, store: Store): Promise<void> {
+  console.log(`\nThe express-basic example on ${label}: seven GET /search (5 per 10 s, and 100 per minute globally):`)
+  const exchanges = await httpBurst(7, store)
   for (const { status, headers } of exchanges) {
     const shown = Object.entries(headers).map(([name, value]) => `${name}: ${value}`)
     console.log(`  ${status}  ${shown.join(' | ')}`)
@@ -53,19 +54,31 @@ async function http(): Promise<void> {
   check(statuses === '200 200 200 200 200 429 429', `answered ${statuses}`)
 }
 
+/** What the demo runs on each store: the acquire() burst, then the HTTP burst. */
+async function bursts(label: string, store: Store): Promise<void> {
+  await burst(label, store)
+  await http(label, store)
+}
+
 console.log('fleetlimit demo')
-await burst('the in-memory store (no Redis)', memoryStore())
-await http()
+await bursts('the in-memory store (no Redis)', memoryStore())
 const redisUrl = process.env.REDIS_URL
 if (redisUrl) {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
   try {
-    await burst(`Redis at ${redisUrl}`, redisStore(redis, { prefix: 'fleetlimit-demo' }))
+    // A prefix of this run's own: the searches of a run a few seconds earlier are still in their window.
+    await bursts(
+      `Redis at ${redisUrl}`,
+      redisStore(redis, { prefix: `fleetlimit-demo-${randomBytes(4).toString('hex')}` }),
+    )
     await fleet(redisUrl)
   } finally {
     await redis.quit()
   }
 } else {
-  console.log('\nSet REDIS_URL (for example redis://127.0.0.1:6379) to also run four processes on one shared limit.')
+  console.log(
+    '\nSet REDIS_URL (for example redis://127.0.0.1:6379) to run both again on Redis, then four processes on one ' +
+      'shared limit.',
+  )
 }
 process.exitCode = failed ? 1 : 0

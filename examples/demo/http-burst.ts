@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net'
-import { memoryStore } from '@fleetlimit/core'
+import { memoryStore, type Store } from '@fleetlimit/core'
 import { createApp } from '../express-basic/app.js'
 
 export interface HttpExchange {
@@ -9,9 +9,9 @@ export interface HttpExchange {
 
 const SHOWN = ['ratelimit-policy', 'ratelimit', 'retry-after']
 
-/** Starts the express-basic example on a free port of 127.0.0.1 and sends `count` requests to /search. */
-export async function httpBurst(count: number): Promise<HttpExchange[]> {
-  const server = createApp(memoryStore()).listen(0, '127.0.0.1')
+/** Starts the express-basic example on `store`, on a free port of 127.0.0.1, and sends `count` requests to /search. */
+export async function httpBurst(count: number, store: Store = memoryStore()): Promise<HttpExchange[]> {
+  const server = createApp(store).listen(0, '127.0.0.1')
   await new Promise((resolve) => server.once('listening', resolve))
   const { port } = server.address() as AddressInfo
   try {

@@ -82,6 +82,18 @@ describe('one-time warnings about the client address', () => {
     expect(said()[0]).to.include('"10.0.0.1"').and.include('does not trust as a proxy').and.include('Trust it')
   })
 
+  it('a framework with no trust-proxy setting (no hints): X-Forwarded-For gets the tenant(req) advice, once', async () => {
+    const logger: Logger = { warn: sinon.fake() }
+    const http = createHttpLimiter({ store: memoryStore(), limit: 100, window: '1m', logger }, { name: 'node:http' })
+    for (let i = 0; i < 3; i++) await http.handle({}, { ...direct, forwardedFor: true, peerAddress: '10.0.0.1' })
+    expect((logger.warn as sinon.SinonSpy).getCalls().map((call) => call.args[0])).to.deep.equal([
+      'fleetlimit: a request carries X-Forwarded-For but node:http does not trust a proxy, so every client behind ' +
+        'the proxy shares one limit. node:http has no trust-proxy setting: pass tenant(req) that returns ' +
+        "ipTenant(address) from '@fleetlimit/core/http' of the address your proxy appends to X-Forwarded-For, " +
+        'its last entry behind one proxy (a client can write any entry before it).',
+    ])
+  })
+
   it('a client address that is not an IP: once, quoted and escaped, and short', async () => {
     const { send, said } = setup()
     await send({ ip: `evil\nfleetlimit: forged line ${'x'.repeat(1_000)}` })

@@ -33,16 +33,26 @@ export interface AddressWarnings {
   notAnIp(ip: string): void
 }
 
+/** The advice where a framework has no trust-proxy setting to name: the tenant must come from the proxy's entry. */
+const tenantFromProxy = (name: string) =>
+  `${name} has no trust-proxy setting: pass tenant(req) that returns ipTenant(address) from ` +
+  `'@fleetlimit/core/http' of the address your proxy appends to X-Forwarded-For, its last entry behind one proxy ` +
+  `(a client can write any entry before it).`
+
 export function createAddressWarnings(framework: FrameworkInfo, warnOnce: WarnOnce): AddressWarnings {
+  const { name } = framework
+  const trustProxyAdvice =
+    framework.trustProxyHint === undefined ? tenantFromProxy(name) : `${framework.trustProxyHint}, or pass tenant(req).`
+  const trustAllAdvice =
+    framework.trustAllHint === undefined ? tenantFromProxy(name) : `${framework.trustAllHint} (or pass tenant(req)).`
   return {
     checkProxy(info) {
-      const { name, trustProxyHint } = framework
       if (info.trustProxy === 'all') {
         warnOnce(
           'trust-all',
           () =>
             `${name} trusts X-Forwarded-For from any peer, so any client can spoof X-Forwarded-For to pick its own ` +
-            `address and escape its limit. ${framework.trustAllHint} (or pass tenant(req)).`,
+            `address and escape its limit. ${trustAllAdvice}`,
         )
       } else if (!info.forwardedFor) {
         return
@@ -51,7 +61,7 @@ export function createAddressWarnings(framework: FrameworkInfo, warnOnce: WarnOn
           'untrusted',
           () =>
             `a request carries X-Forwarded-For but ${name} does not trust a proxy, so every client behind the ` +
-            `proxy shares one limit. ${trustProxyHint}, or pass tenant(req).`,
+            `proxy shares one limit. ${trustProxyAdvice}`,
         )
       } else if (info.ip !== undefined && info.ip === info.peerAddress) {
         // Set to trust some proxy, yet the client address is the peer's own: this peer is not one it trusts.
@@ -61,7 +71,7 @@ export function createAddressWarnings(framework: FrameworkInfo, warnOnce: WarnOn
           () =>
             `a request carries X-Forwarded-For from ${shown(peer)}, which ${name} does not trust as a proxy, so ` +
             `that address is the client. If it is your proxy, every client behind it shares one limit. ` +
-            `${trustProxyHint}, or pass tenant(req).`,
+            trustProxyAdvice,
         )
       }
     },

@@ -160,12 +160,16 @@ export interface RequestInfo {
   readonly peerAddress: string | undefined
 }
 
+/**
+ * The framework's name and its trust-proxy setting, for the X-Forwarded-For warnings. Leave out both hints when
+ * the framework has no such setting (plain `node:http`): the warnings then say to pass `tenant(req)`.
+ */
 export interface FrameworkInfo {
-  /** The framework's name and how to make it trust a proxy, for the X-Forwarded-For warnings. */
   readonly name: string
-  readonly trustProxyHint: string
+  /** How to make the framework trust a proxy: "Set app.set('trust proxy', …) to your proxy hops or addresses". */
+  readonly trustProxyHint?: string
   /** What to set instead of trusting every proxy. */
-  readonly trustAllHint: string
+  readonly trustAllHint?: string
 }
 
 const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
