@@ -109,11 +109,9 @@ export function createAfterCall(deps: AfterCallDeps) {
     if (!receipt?.slots || !store.free)
       return decision?.allowed === false ? { slots: 0, outcome: 'denied' } : NOT_RELEASABLE
     let state = released.get(receipt)
-    if (state?.pending) {
-      await state.pending
-      return ALREADY_RELEASED
-    }
-    if (state?.answer) return ALREADY_RELEASED
+    // Of concurrent releases one is sent; the others, and any later one, learn how it ended.
+    if (state?.pending) await state.pending
+    if (state?.answer) return state.answer.outcome === 'released' ? ALREADY_RELEASED : state.answer
     if (!state) {
       state = {}
       released.set(receipt, state)
