@@ -15,13 +15,13 @@
 --               'p' peek: decide for `units`, record nothing
 --               'C', 'P' consume, peek with a cost per window, and in-flight windows (slots: see below)
 --               'l' lease: reserve between `min` and `units` units of its one key (see below)
---               'r' release: remove `units` units recorded at a given time from each key
+--               'r' release: remove units recorded at a given time from each key (a refund, under its marker)
 --               's' settle: add each key's delta to its units recorded at a given time (or remove -delta)
 --               'f' free: free slots, then PUBLISH their keys on the channel named by the call's last bytes
 --               'e' extend: keep slots held until `units` ms from now at least
 --               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
---     units     the cost (c, p; C, P: the largest window's), the most units to reserve (l), the units to remove
---               (r), the slots (f), the ms (e, z)
+--     units     the cost (c, p; C, P: the largest window's), the most units to reserve (l), the slots (f), the ms
+--               (e, z); 0 (r, s)
 --     deadline  server time in µs after which nothing is recorded; 0 for none
 --   then per key (c, p, l, z) '>dddB': limit (a positive integer), window (ms, a positive integer), block (ms:
 --               once denied, the key is held that long; 0 for none), shadow (1 for a shadow window, several
@@ -29,23 +29,22 @@
 --   or per key (C, P) '>ddddB': limit, window, block, units (this window's cost), flags (1 shadow, 2 slots)
 --   or per key (f, e) '>dd': a slot's id, 0
 --   or per key (s) '>ddd': the time its units were recorded at, its window (ms), delta; its last key is its
---               marker with 0, 0, 0 (as a refund's)
+--               marker with 0, 0, 0 (see the markers below)
 --   then (l only) '>ddd': min (the fewest units worth it), waitFor (on denial, the wait reported is until this
 --               many fit), ttl (ms: the lease's units may be used until now + ttl; at most 2^39 µs, or 2^47 µs
 --               with 10-byte entries: a longer lease fails, as an error about its key would)
---   or per key (r) '>dd': the time its units were recorded at (server µs: a reply's recordedUs), its window (ms);
---               a refund's last key is its marker, with '>dd' 0, 0: a key of the first key's hash tag, set (for as
---               long as the units could count) in the same run that removes them, so that a refund sent again (a
---               retry after a timeout) removes nothing more
+--   or per key (r) '>ddd': the time its units were recorded at (server µs: a reply's recordedUs), its window
+--               (ms), the units to remove; a refund's last key is its marker, with 0, 0, 0 (see the markers below)
 --
 -- Reply: one binary string, big-endian: each call's reply, call after call: '>bdI4', then '>bI4I6I6d' per window
 -- ('>I4' for 's': the units each window holds after it; none for 'r', 'f', 'e' and 'z', nor past the deadline,
 -- nor after an error)
 --   status      1 admitted (granted, released, held) everywhere it is enforced; 0 denied (nothing released);
 --               -1 past the deadline; -2 an error about one of its keys (WRONGTYPE, say), which failed that call
---               alone: its message follows, `units` bytes long; for 'r' only: 2 its marker was set (refunded
---               already, nothing released), 3 an entry has more than MAX_RELEASE_TAIL entries after it (nothing
---               released); for 's' as for 'r' (0: no key holds the entry, nothing changed)
+--               alone: its message follows, `units` bytes long; for 'r' only: 2 its marker says refunded already
+--               (nothing released), 3 an entry has more than MAX_RELEASE_TAIL entries after it (nothing released);
+--               for 's' as for 'r' (0: no key holds the entry, nothing changed; 2: settled already), and 4 its
+--               marker says refunded (nothing changed)
 --   nowUs       the server time of the decision, in µs (a double)
 --   units       units recorded (c, C, l), removed (r: the most removed from one key) or moved (s: the most, either
 --               way), slots freed (f) or still held (e); 0 when none
@@ -75,6 +74,12 @@
 -- oldest live entry: a time then stays under 2^38 µs + the longest lease (2^39 µs), inside 5 bytes.
 -- The key's TTL is set one window beyond the newest entry's exit (and past its hold), so PEXPIRE runs once a
 -- window, not per call. A held key with no entry is a header alone (n = 0).
+--
+-- Markers: one key per admission settled or refunded (of the first key's hash tag), the last key of its settle and
+-- of its refund, set in the run that applies either, for as long as its units could count: 's' and the units the
+-- settle moved in each window ('>d' each), or 'r' once refunded. A settle or refund sent again (a retry after a
+-- timeout) then changes nothing; a refund also removes what the settle moved, whether or not its caller heard the
+-- settle's answer; a settle after the refund changes nothing.
 --
 -- Holds: a window with a block is held for that long when it denies a consume for lack of room (a denial
 -- because of a hold does not extend it); 'z' holds keys for a pause, extending a shorter hold, never shortening
@@ -168,13 +173,13 @@ for a = 1, args do
     if single == nil then
       single = args == 1 and size == #A
     end
-    -- Its keys: one per window of 25 bytes (c, p, z) or 33 (C, P), per entry of 16 bytes (r, e) or 24 (s); a lease's
+    -- Its keys: one per window of 25 bytes (c, p, z) or 33 (C, P), per entry of 16 bytes (e) or 24 (r, s); a lease's
     -- one; a free's `units` (its channel follows).
     local nk = (size - 19) / 25
     if op ~= 'c' and op ~= 'p' then
       nk = op == 'l' and 1
         or op == 'f' and units
-        or (size - 19) / ((op == 'C' or op == 'P') and 33 or op == 's' and 24 or op == 'z' and 25 or 16)
+        or (size - 19) / ((op == 'C' or op == 'P') and 33 or (op == 's' or op == 'r') and 24 or op == 'z' and 25 or 16)
     end
     -- `at`: a denial by the fast path, whose reply follows the loop below (the time of the entry that must leave the
     -- window first, `used` the units in the window).
@@ -712,26 +717,30 @@ for a = 1, args do
           return function(A, k, nk, op, units, cursor, last)
             if op == 'r' or op == 's' then
               -- Moves the units of each key's entry recorded at a given time, if still in the window: a release takes
-              -- up to `units` from each, a settle adds its delta (or takes up to -delta). A refund is a release under
-              -- a marker. Every key is read before any is written: a call that finds its marker set, or an entry with
-              -- more than MAX_RELEASE_TAIL entries after it, changes nothing. Twin: the memory log's refund and settle.
+              -- up to its units from each, a settle adds its delta (or takes up to -delta). A refund is a release under
+              -- a marker (see Markers). Every key is read before any is written: a call that finds its marker says it
+              -- is done, or an entry with more than MAX_RELEASE_TAIL entries after it, changes nothing. Twin: the
+              -- memory store's refund and settle.
               local settle = op == 's'
-              local records, windows, marker, marked = {}, nk, nil, false
+              local records, windows, marker, marked = {}, nk, nil, nil
               for j = 1, nk do
                 local recorded, window, delta
-                if settle then
-                  recorded, window, delta, cursor = unpack('>ddd', A, cursor)
-                else
-                  recorded, window, cursor = unpack('>dd', A, cursor)
-                  delta = -units
-                end
-                records[j] = { recorded = recorded, window = window, delta = delta }
+                recorded, window, delta, cursor = unpack('>ddd', A, cursor)
+                records[j] = { recorded = recorded, window = window, delta = settle and delta or -delta }
               end
               if records[nk].window == 0 then
                 marker, windows = KEYS[k + nk - 1], nk - 1
-                marked = redis.call('EXISTS', marker) == 1
-                if marked and not settle then
+                marked = redis.call('GET', marker)
+                if marked == 'r' and not settle then
                   return pack('>bdI4', 2, now, 0)
+                end
+                if marked and not settle then
+                  -- Settled before: the refund also takes back what the settle moved (never adds units).
+                  for j = 1, windows do
+                    local moved = unpack('>d', marked, 2 + 8 * (j - 1))
+                    records[j].delta = math.min(0, records[j].delta - moved)
+                  end
+                  marked = nil
                 end
               end
               local logs, moves = {}, {}
@@ -750,7 +759,7 @@ for a = 1, args do
                 return table.concat(parts)
               end
               if marked then
-                return reply(2, 0)
+                return reply(marked == 'r' and 4 or 2, 0)
               end
               local most, held, until_us = 0, false, 0
               for j, log in ipairs(logs) do
@@ -789,7 +798,15 @@ for a = 1, args do
                 return reply(0, 0)
               end
               if marker then
-                redis.call('SET', marker, '1', 'PX', format('%d', ceil((until_us - now) / 1000)))
+                local state = 'r'
+                if settle then
+                  local parts = { 's' }
+                  for j = 1, windows do
+                    parts[j + 1] = pack('>d', moves[j].by)
+                  end
+                  state = table.concat(parts)
+                end
+                redis.call('SET', marker, state, 'PX', format('%d', ceil((until_us - now) / 1000)))
               end
               for j, log in ipairs(logs) do
                 local move = moves[j]

@@ -9,10 +9,12 @@ export function exactly(actual: unknown, expected: unknown, what: string): void 
 }
 
 /**
- * The reference model of a call of rate windows with their own costs and an in-flight window, with settles and
- * frees, by the definitions of issue 32 (store.ts): a rate window of W at t holds every unit recorded in (t - W, t],
- * units recorded at max(now, the newest entry's time), one entry per time; a slot is live while its end is after
- * now. Times in µs; a subject's own stamps (µs or ms) are its adapter's to convert.
+ * The reference model of a call of rate windows with their own costs and an in-flight window, with settles,
+ * refunds and frees, by the definitions of issue 32 (store.ts): a rate window of W at t holds every unit recorded
+ * in (t - W, t], units recorded at max(now, the newest entry's time), one entry per time; a slot is live while its
+ * end is after now. An admission's settle and refund share its id (issue 37): a refund takes back the admission's
+ * units and what its settle moved, a settle after its refund changes nothing. Times in µs; a subject's own stamps
+ * (µs or ms) are its adapter's to convert.
  */
 class RateModel {
   readonly entries: { at: number; units: number }[] = []
@@ -116,10 +118,14 @@ export interface SettleSubject {
     requests: readonly { key: string; windowMs: number; recordedUs: number; delta: number }[],
     id: string,
   ): Promise<{ outcome: string; used: readonly number[] }>
+  refund(
+    requests: readonly { key: string; windowMs: number; recordedUs: number; units: number }[],
+    id: string,
+  ): Promise<{ units: number; outcome: string }>
 }
 
 export interface SettleStep {
-  readonly op: 'consume' | 'peek' | 'settle' | 'free' | 'extend'
+  readonly op: 'consume' | 'peek' | 'settle' | 'refund' | 'free' | 'extend'
   /** No time at all, an advance (a share of the first window), or to 1 tick before, at or after an exit. */
   readonly time: 'same' | 'advance' | 'boundary'
   readonly advance: number
@@ -130,10 +136,12 @@ export interface SettleStep {
   readonly shadow: 'none' | 'tokens' | 'slot'
   readonly costA: number
   readonly costB: number
-  /** A settle's signed deltas; `retry`: the last settle sent again with its id. */
+  /** A settle's signed deltas; `retry`: the last settle or refund sent again with its id. */
   readonly deltaA: number
   readonly deltaB: number
   readonly retry: boolean
+  /** A settle or refund applied whose answer is lost: the store's reply is not read. */
+  readonly lost: boolean
   /** Which admission or slot, how far off a slot's id (a forged one), how many slots, for how long. */
   readonly pick: number
   readonly forge: number
@@ -167,10 +175,11 @@ export async function compareSettleModel(
   const saw = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1)
   const rates = [new RateModel(windowsMs[0] * 1000), new RateModel(windowsMs[1] * 1000)] as const
   const slots = new SlotModel(windowsMs[2] * 1000)
-  const markers = new Map<string, number>()
-  const admissions: { atA: number; atB: number | undefined }[] = []
+  // Each admission's marker (its id's): until when, and what its settle moved in each window (none once refunded).
+  const markers = new Map<string, { until: number; moved?: number[] }>()
+  const admissions: { atA: number; atB: number | undefined; costA: number; costB: number; id: string }[] = []
   const ids: number[] = []
-  let last: { requests: { key: string; windowMs: number; recordedUs: number; delta: number }[]; id: string } | undefined
+  let last: { admission: number; deltas: readonly [number, number] } | undefined
   let nowUs = startUs
   let compared = 0
   for (const [i, step] of steps.entries()) {
@@ -215,7 +224,13 @@ export async function compareSettleModel(
       const admitted = !peek && expected.every((e, j) => e.allowed || (several && windows[j]?.shadow))
       const liveIds = slots.live(nowUs)
       const actual = await subject.decide(windows, peek)
-      const admission: { atA: number; atB: number | undefined } = { atA: 0, atB: undefined }
+      const admission = {
+        atA: 0,
+        atB: undefined as number | undefined,
+        costA: 0,
+        costB: 0,
+        id: `a${admissions.length}`,
+      }
       for (const [j, w] of windows.entries()) {
         const e = expected[j] as ModelResult
         const model = models[j] as RateModel | SlotModel
@@ -233,8 +248,13 @@ export async function compareSettleModel(
           e.recorded = at
           e.remaining -= w.cost
           e.resetMs = Math.ceil((at + model.windowUs - nowUs) / 1000)
-          if (model === rates[0]) admission.atA = at
-          else admission.atB = at
+          if (model === rates[0]) {
+            admission.atA = at
+            admission.costA = w.cost
+          } else {
+            admission.atB = at
+            admission.costB = w.cost
+          }
         }
       }
       if (admitted) admissions.push(admission)
@@ -245,41 +265,85 @@ export async function compareSettleModel(
       continue
     }
 
-    if (step.op === 'settle') {
-      let sent = last
-      const marker = sent && markers.get(sent.id)
-      // A retry only while its marker has long to live (a real second or more): a Redis marker's TTL runs on the
-      // server's own clock, not the test's.
-      if (!(step.retry && sent && marker !== undefined && marker - nowUs >= 2_000_000)) {
-        const admission = admissions[step.pick % Math.max(1, admissions.length)]
-        if (!admission) continue
-        const requests = [{ key: keys[0], windowMs: windowsMs[0], recordedUs: admission.atA, delta: step.deltaA }]
-        if (admission.atB !== undefined) {
-          requests.push({ key: keys[1], windowMs: windowsMs[1], recordedUs: admission.atB, delta: step.deltaB })
-        }
-        sent = { requests, id: `s${i}` }
+    if (step.op === 'settle' || step.op === 'refund') {
+      const picked =
+        step.retry && last ? last : { admission: step.pick % Math.max(1, admissions.length), deltas: [0, 0] as const }
+      const admission = admissions[picked.admission]
+      if (!admission) continue
+      const deltas = step.retry && last ? last.deltas : ([step.deltaA, step.deltaB] as const)
+      const { id } = admission
+      const marker = markers.get(id)
+      // Only while its marker has long to live (a real second or more), if it has one: a Redis marker's TTL runs on
+      // the server's own clock, not the test's, so one past its end on the test's clock may still be there.
+      if (marker && marker.until - nowUs < 2_000_000) continue
+      const live = marker
+      const windows = [{ key: keys[0], windowMs: windowsMs[0], recordedUs: admission.atA, cost: admission.costA }]
+      if (admission.atB !== undefined) {
+        windows.push({ key: keys[1], windowMs: windowsMs[1], recordedUs: admission.atB, cost: admission.costB })
       }
-      const { requests, id } = sent as NonNullable<typeof sent>
-      const models = requests.map((r) => (r.key === keys[0] ? rates[0] : rates[1]))
+      const models = windows.map((r) => (r.key === keys[0] ? rates[0] : rates[1]))
       const used = () => models.map((m) => m.used(nowUs))
-      let expected: { outcome: string; used: number[] }
-      const entries = requests.map((r, j) => models[j]?.entry(nowUs, r.recordedUs))
-      if ((markers.get(id) ?? 0) > nowUs) expected = { outcome: 'already-settled', used: used() }
-      else if (entries.every((e) => e === undefined)) expected = { outcome: 'expired', used: used() }
-      else {
-        for (const [j, r] of requests.entries()) {
-          const entry = entries[j]
-          if (!entry) continue
-          if (r.delta < -entry.units) saw('settled down, capped')
-          entry.units += Math.max(r.delta, -entry.units)
+      const entries = windows.map((r, j) => models[j]?.entry(nowUs, r.recordedUs))
+      const until = Math.max(...windows.map((r) => r.recordedUs + r.windowMs * 1000))
+      if (step.lost) saw(`${step.op} answer lost`)
+      last = { admission: picked.admission, deltas }
+
+      if (step.op === 'settle') {
+        const requests = windows.map(({ key, windowMs, recordedUs }, j) => ({
+          key,
+          windowMs,
+          recordedUs,
+          delta: deltas[j] as number,
+        }))
+        let expected: { outcome: string; used: number[] }
+        if (live) expected = { outcome: live.moved ? 'already-settled' : 'refunded', used: used() }
+        else if (entries.every((e) => e === undefined)) expected = { outcome: 'expired', used: used() }
+        else {
+          const moved = requests.map((r, j) => {
+            const entry = entries[j]
+            if (!entry) return 0
+            if (r.delta < -entry.units) saw('settled down, capped')
+            const by = Math.max(r.delta, -entry.units)
+            entry.units += by
+            return by
+          })
+          markers.set(id, { until, moved })
+          expected = { outcome: 'settled', used: used() }
         }
-        markers.set(id, Math.max(...requests.map((r) => r.recordedUs + r.windowMs * 1000)))
-        expected = { outcome: 'settled', used: used() }
+        saw(expected.outcome)
+        if (expected.outcome === 'settled' && requests.some((r) => r.delta > 0)) saw('settled up')
+        const actual = await subject.settle(requests, id)
+        if (!step.lost) check(actual, expected, what)
+      } else {
+        const requests = windows.map(({ key, windowMs, recordedUs, cost }) => ({
+          key,
+          windowMs,
+          recordedUs,
+          units: cost,
+        }))
+        let expected: { units: number; outcome: string }
+        if (live && !live.moved) expected = { units: 0, outcome: 'already-refunded' }
+        else {
+          if (live?.moved) saw('refund after a settle')
+          // The admission's units and what its settle moved, never less than none; at most what the entry holds.
+          const removed = requests.map((r, j) =>
+            Math.min(Math.max(0, r.units + (live?.moved?.[j] ?? 0)), entries[j]?.units ?? 0),
+          )
+          const most = Math.max(...removed)
+          if (most === 0) expected = { units: 0, outcome: 'expired' }
+          else {
+            for (const [j, by] of removed.entries()) {
+              const entry = entries[j]
+              if (entry) entry.units -= by
+            }
+            markers.set(id, { until })
+            expected = { units: most, outcome: 'refunded' }
+          }
+        }
+        saw(`refund ${expected.outcome}`)
+        const actual = await subject.refund(requests, id)
+        if (!step.lost) check(actual, expected, what)
       }
-      saw(expected.outcome)
-      if (expected.outcome === 'settled' && requests.some((r) => r.delta > 0)) saw('settled up')
-      check(await subject.settle(requests, id), expected, what)
-      last = sent
       compared++
       continue
     }
@@ -316,7 +380,7 @@ export async function compareSettleModel(
 /** Random schedules of up to `maxLength` steps. */
 export function settleSteps(maxLength: number) {
   const step = fc.record({
-    op: fc.constantFrom('consume', 'consume', 'consume', 'peek', 'settle', 'settle', 'free', 'extend'),
+    op: fc.constantFrom('consume', 'consume', 'consume', 'peek', 'settle', 'settle', 'refund', 'free', 'extend'),
     time: fc.constantFrom('same', 'same', 'advance', 'advance', 'boundary'),
     // Up to half a window, scaled to the first window, so that units both stay and leave.
     advance: fc.integer({ min: 1, max: 500_000 }),
@@ -329,6 +393,7 @@ export function settleSteps(maxLength: number) {
     deltaA: fc.integer({ min: -3, max: 3 }),
     deltaB: fc.oneof(fc.integer({ min: -400, max: 400 }), fc.integer({ min: -5, max: 5 })),
     retry: fc.boolean(),
+    lost: fc.boolean(),
     pick: fc.nat(),
     forge: fc.constantFrom(0, 0, 0, 1, 2),
     two: fc.boolean(),

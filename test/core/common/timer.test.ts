@@ -1,6 +1,11 @@
 import { expect } from 'chai'
 import sinon from 'sinon'
-import { MAX_TIMER_MS, startTimer } from '../../../packages/core/src/common/timer.js'
+import {
+  MAX_TIMER_MS,
+  scheduleImmediate,
+  scheduleTimeout,
+  startTimer,
+} from '../../../packages/core/src/common/timer.js'
 
 describe('startTimer (fake timers, which overflow a delay past 2^31-1 ms into 1 ms as Node does)', () => {
   let clock: sinon.SinonFakeTimers
@@ -55,5 +60,34 @@ describe('startTimer (real timers)', () => {
     unrefd.cancel()
     kept.cancel()
     expect([withUnrefd - before, withKept - before]).to.deep.equal([0, 1])
+  })
+})
+
+describe('scheduleTimeout and scheduleImmediate: stale once the global scheduler they used was replaced', () => {
+  it('a callback armed under fake timers since restored is stale; one armed on the real timers is not', async () => {
+    const clock = sinon.useFakeTimers()
+    const calls: string[] = []
+    const fakeTimeout = scheduleTimeout((what) => calls.push(what), 1, 'fake timeout')
+    const fakeImmediate = scheduleImmediate(() => calls.push('fake immediate'))
+    expect([fakeTimeout.stale, fakeImmediate.stale], 'while installed').to.deep.equal([false, false])
+    clock.restore()
+    expect([fakeTimeout.stale, fakeImmediate.stale], 'restored').to.deep.equal([true, true])
+    let timedOut = () => {}
+    const realTimeout = scheduleTimeout(
+      (what) => {
+        calls.push(what)
+        timedOut()
+      },
+      0,
+      'real timeout',
+    )
+    const realImmediate = scheduleImmediate(() => calls.push('real immediate'))
+    expect([realTimeout.stale, realImmediate.stale]).to.deep.equal([false, false])
+    // The fake ones would have run long before: their delays are as short, and they were armed first.
+    await new Promise<void>((resolve) => {
+      timedOut = resolve
+    })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(calls.sort()).to.deep.equal(['real immediate', 'real timeout'])
   })
 })

@@ -67,6 +67,19 @@ describe('in-flight policies', () => {
         expect((await limiter.consume('acme')).allowed).to.equal(false)
       })
 
+      it('a release sent again after it reported expired still says expired, concurrent ones too', async () => {
+        const limiter = createRateLimiter({ store, policies: [parallel] })
+        const a = await limiter.consume('acme')
+        // A reset frees every slot of the key: the decision's slot is gone when it is released.
+        await limiter.reset('acme')
+        const first = await Promise.all([limiter.release(a), limiter.release(a)])
+        expect(first).to.deep.equal([
+          { slots: 0, outcome: 'expired' },
+          { slots: 0, outcome: 'expired' },
+        ])
+        expect(await limiter.release(a), 'sent again').to.deep.equal({ slots: 0, outcome: 'expired' })
+      })
+
       it('a forged decision, a denied one, or another limiter’s gives back nothing', async () => {
         const limiter = createRateLimiter({ store, policies: [parallel] })
         const other = createRateLimiter({ store, policies: [parallel] })

@@ -83,10 +83,17 @@ describe('lua/sliding-log.lua through redisStore against the reference model of 
           requests.map(({ key, windowMs, recordedUs, delta }) => ({ key, windowMs, recorded: recordedUs, delta })),
           id,
         ),
+      refund: (requests, id) =>
+        need(store.refund, 'refund').call(
+          store,
+          requests.map(({ key, windowMs, recordedUs, units }) => ({ key, windowMs, recorded: recordedUs, units })),
+          0,
+          id,
+        ),
     }
   }
 
-  it('every reply is the model’s: mixed costs, slot windows, shadows, settles up and down, retries, frees, extends', async function () {
+  it('every reply is the model’s: mixed costs, slot windows, shadows, settles up and down, refunds, retries, lost answers, frees, extends', async function () {
     this.timeout(180_000)
     let compared = 0
     const seen = new Map<string, number>()
@@ -103,7 +110,17 @@ describe('lua/sliding-log.lua through redisStore against the reference model of 
       { numRuns: 80 },
     )
     expect(compared, 'replies checked against the model').to.be.greaterThan(2_500)
-    for (const what of ['settled', 'settled up', 'settled down, capped', 'already-settled', 'expired', 'freed']) {
+    for (const what of [
+      'settled',
+      'settled up',
+      'settled down, capped',
+      'already-settled',
+      'expired',
+      'freed',
+      'refund refunded',
+      'refund after a settle',
+      'refunded',
+    ]) {
       expect(seen.get(what) ?? 0, `${what}: ${JSON.stringify([...seen])}`).to.be.greaterThan(0)
     }
   })

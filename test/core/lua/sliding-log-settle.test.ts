@@ -27,7 +27,7 @@ describe('lua/sliding-log.lua: settles (s), through redisStore', () => {
       }),
     )
   const settle = (requests: readonly SettleRequest[], id: string) => store.settle?.(requests, id)
-  const marker = (id: string) => `${prefix}:{t}:a:settle:${id}`
+  const marker = (id: string) => `${prefix}:{t}:a:receipt:${id}`
 
   before(() => {
     redis = redisClient()
@@ -66,11 +66,32 @@ describe('lua/sliding-log.lua: settles (s), through redisStore', () => {
     expect(await settle(requests, 'once')).to.deep.equal({ outcome: 'already-settled', used: [5, 2] })
     expect(await used()).to.deep.equal([5, 2])
     expect(await redis.pttl(marker('once'))).to.be.within(59_000, 60_000)
-    // Another id is another settle; a refund's marker is another key.
+    // Another id is another settle.
     expect(await settle(requests, 'twice')).to.deep.equal({ outcome: 'settled', used: [7, 1] })
+    expect(await used()).to.deep.equal([7, 1])
+  })
+
+  it('a refund under a settle’s id takes back what that settle moved; a settle after it changes nothing', async () => {
+    await consume(4)
+    const admitted = await consume(3)
     const refunds = admitted.map((r, i) => ({ ...([A, B][i] as typeof A), recorded: r.recorded as number }))
-    expect(await store.refund?.(refunds, 1, 'once')).to.deep.equal({ units: 1, outcome: 'refunded' })
-    expect(await used()).to.deep.equal([6, 0])
+    expect(await settle(settleOf(admitted, [2, -1]), 'a')).to.deep.equal({ outcome: 'settled', used: [9, 6] })
+    // The admission's 3 units in each window, and the settle's +2 and -1: 5 and 2.
+    expect(await store.refund?.(refunds, 3, 'a')).to.deep.equal({ units: 5, outcome: 'refunded' })
+    expect(await used()).to.deep.equal([4, 4])
+    expect(await redis.get(marker('a'))).to.equal('r')
+    expect(await store.refund?.(refunds, 3, 'a')).to.deep.equal({ units: 0, outcome: 'already-refunded' })
+    expect(await settle(settleOf(admitted, [2, -1]), 'a')).to.deep.equal({ outcome: 'refunded', used: [4, 4] })
+    // Refunded first: a settle of its id changes nothing; nor does one settled to nothing leave a refund anything.
+    const second = await consume(3)
+    const again = second.map((r, i) => ({ ...([A, B][i] as typeof A), recorded: r.recorded as number }))
+    expect(await store.refund?.(again, 3, 'b')).to.deep.equal({ units: 3, outcome: 'refunded' })
+    expect(await settle(settleOf(second, [5, 5]), 'b')).to.deep.equal({ outcome: 'refunded', used: [4, 4] })
+    const third = await consume(3)
+    expect(await settle(settleOf(third, [-3, -3]), 'c')).to.deep.equal({ outcome: 'settled', used: [4, 4] })
+    const rest = third.map((r, i) => ({ ...([A, B][i] as typeof A), recorded: r.recorded as number }))
+    expect(await store.refund?.(rest, 3, 'c')).to.deep.equal({ units: 0, outcome: 'expired' })
+    expect(await used()).to.deep.equal([4, 4])
   })
 
   it('expired when no window holds the entry: nothing changed, no marker; a window without it is left alone', async () => {

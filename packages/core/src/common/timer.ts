@@ -25,3 +25,39 @@ export function startTimer(callback: () => void, ms: number, options?: { readonl
     cancel: () => clearTimeout(handle),
   }
 }
+
+/**
+ * A callback given to the global setTimeout or setImmediate of the moment. A scheduler that is no longer the
+ * global one (fake timers installed while it was armed, then restored; or the reverse) may never call it:
+ * `stale` says so, and its owner schedules again rather than wait for it.
+ */
+export interface Scheduled {
+  readonly stale: boolean
+  cancel(): void
+}
+
+/** `callback` after `ms` on the global setTimeout of now (see Scheduled). */
+export function scheduleTimeout<A>(callback: (arg: A) => void, ms: number, arg: A): Scheduled {
+  const set = setTimeout
+  const clear = clearTimeout
+  const handle = set(callback, ms, arg)
+  return {
+    get stale() {
+      return set !== setTimeout
+    },
+    cancel: () => clear(handle),
+  }
+}
+
+/** `callback` once the turn's callbacks have run, on the global setImmediate of now (see Scheduled). */
+export function scheduleImmediate(callback: () => void): Scheduled {
+  const set = setImmediate
+  const clear = clearImmediate
+  const handle = set(callback)
+  return {
+    get stale() {
+      return set !== setImmediate
+    },
+    cancel: () => clear(handle),
+  }
+}

@@ -64,7 +64,6 @@ export interface AfterCallDeps {
 }
 
 interface Settled extends Asked<SettleResult> {
-  readonly id: string
   readonly costs: readonly number[]
 }
 
@@ -89,9 +88,9 @@ export async function askOnce<T>(state: Asked<T>, sent: Promise<T>): Promise<T> 
   }
 }
 
-/** The units a receipt's i-th window holds now: its settled cost once settled. */
-export function unitsOf(receipt: Receipt, settledCosts: readonly number[] | undefined, i: number): number {
-  return settledCosts?.[i] ?? receipt.costs?.[i] ?? receipt.units
+/** The units a receipt's admission recorded in its i-th window. */
+export function unitsOf(receipt: Receipt, i: number): number {
+  return receipt.costs?.[i] ?? receipt.units
 }
 
 /**
@@ -103,17 +102,26 @@ export function createAfterCall(deps: AfterCallDeps) {
   const { store } = deps
   const released = new WeakMap<Receipt, Asked<ReleaseResult>>()
   const settled = new WeakMap<Receipt, Settled>()
+  // The id a receipt's settle and refund are sent under: the store keeps one marker per admission, which says what
+  // a settle moved (a refund takes that back too) and whether it was refunded (a settle then changes nothing).
+  const ids = new WeakMap<Receipt, string>()
+  const idOf = (receipt: Receipt): string => {
+    let id = ids.get(receipt)
+    if (id === undefined) {
+      id = randomUUID()
+      ids.set(receipt, id)
+    }
+    return id
+  }
 
   async function release(decision: Decision): Promise<ReleaseResult> {
     const receipt = deps.receiptOf(decision)
     if (!receipt?.slots || !store.free)
       return decision?.allowed === false ? { slots: 0, outcome: 'denied' } : NOT_RELEASABLE
     let state = released.get(receipt)
-    if (state?.pending) {
-      await state.pending
-      return ALREADY_RELEASED
-    }
-    if (state?.answer) return ALREADY_RELEASED
+    // Of concurrent releases one is sent; the others, and any later one, learn how it ended.
+    if (state?.pending) await state.pending
+    if (state?.answer) return state.answer.outcome === 'released' ? ALREADY_RELEASED : state.answer
     if (!state) {
       state = {}
       released.set(receipt, state)
@@ -171,9 +179,7 @@ export function createAfterCall(deps: AfterCallDeps) {
     return receipt.requests.map((_, i) => {
       const name = names[i] as string
       const given = Object.hasOwn(byName, name) ? byName[name] : undefined
-      return given === undefined
-        ? unitsOf(receipt, undefined, i)
-        : checkInteger(given, `settle cost.${name}`, 0, MAX_LIMIT)
+      return given === undefined ? unitsOf(receipt, i) : checkInteger(given, `settle cost.${name}`, 0, MAX_LIMIT)
     })
   }
 
@@ -202,18 +208,18 @@ export function createAfterCall(deps: AfterCallDeps) {
     if (state?.answer)
       return state.answer.outcome === 'settled' ? { ...state.answer, outcome: 'already-settled' } : state.answer
     if (!state) {
-      state = { id: randomUUID(), costs }
+      state = { costs }
       settled.set(receipt, state)
     }
     const requests = receipt.requests.map((r, i) => ({
       key: r.key,
       windowMs: r.windowMs,
       recorded: r.recorded,
-      delta: (costs[i] as number) - unitsOf(receipt, undefined, i),
+      delta: (costs[i] as number) - unitsOf(receipt, i),
     }))
     const key = (requests[0] as RefundRequest).key
     const send = store.settle.bind(store)
-    const id = state.id
+    const id = idOf(receipt)
     const sent = deps.refunded(receipt).then((refunded) =>
       refunded
         ? none('refunded')
@@ -247,8 +253,8 @@ export function createAfterCall(deps: AfterCallDeps) {
     release,
     extend,
     settle,
-    /** The costs a receipt was settled to, once a settle was asked (what a refund then gives back). */
-    settledCosts: (receipt: Receipt) => settled.get(receipt)?.costs,
+    /** The id a receipt's refund is sent under: its settle's. */
+    idOf,
     /** Waits for a settle of the receipt in flight, so that a refund sees its outcome. */
     settling: (receipt: Receipt) => settled.get(receipt)?.pending?.catch(() => {}),
   }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { parseDuration } from '../common/duration.js'
 import { createEmitter } from '../common/emitter.js'
 import { OptionError, type StoreError } from '../common/errors.js'
@@ -258,9 +257,9 @@ export interface RateLimiter {
    */
   reset(key: KeyInput): Promise<void>
   /**
-   * Removes exactly the units this admitted decision recorded, atomically in every window it counted in; a
-   * denied, already refunded or expired decision is a no-op that says so. Also cached denials of the key in this
-   * process are dropped.
+   * Removes exactly the units this admitted decision recorded, atomically in every window it counted in (and what
+   * a settle of it changed, if the store applied it, whether or not its answer came); a denied, already refunded or
+   * expired decision is a no-op that says so. Also cached denials of the key in this process are dropped.
    */
   refund(decision: Decision): Promise<RefundResult>
   /**
@@ -273,7 +272,7 @@ export interface RateLimiter {
    * Sets an admitted decision's units to its true cost, once known, in one atomic step: less gives the difference
    * back exactly; more records the extra at the decision's time, so later calls wait for it (a window may go over
    * its limit: `overLimit` says by how much). Once per decision; the same settle sent again (a retry after a
-   * timeout) changes nothing more.
+   * timeout) changes nothing more, nor does one after a refund.
    */
   settle(decision: Decision, options: SettleOptions): Promise<SettleResult>
   /**
@@ -680,48 +679,24 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     })
   }
 
-  /** Sends a receipt's refund under its id; a failure says whether its units stayed (see StoreCaller.failure). */
+  /**
+   * Sends a receipt's refund under its id; a failure says whether its units stayed (see StoreCaller.failure). It
+   * names the units the admission recorded: the store adds what a settle of it moved, answered or not.
+   */
   async function sendRefund(receipt: Receipt, id: string): Promise<RefundResult> {
     tier?.forgetDenial(receipt.id)
     await afterCall.settling(receipt)
-    const settled = afterCall.settledCosts(receipt)
-    if ((receipt.costs || settled) && store.settle) return sendRefundBySettle(receipt, settled, id)
-    const key = (receipt.requests[0] as RefundRequest).key
+    const { costs } = receipt
+    const requests = costs ? receipt.requests.map((r, i) => ({ ...r, units: unitsOf(receipt, i) })) : receipt.requests
+    const key = (requests[0] as RefundRequest).key
     const storeRefund = (store.refund as NonNullable<Store['refund']>).bind(store)
     const result = await caller
-      .ask(key, (deadline) => storeRefund(receipt.requests, receipt.units, id, deadline))
+      .ask(key, (deadline) => storeRefund(requests, receipt.units, id, deadline))
       .catch((error: unknown) => {
         throw caller.failure(error, key, { refundUnits: receipt.units })
       })
     counters.refundedUnits += result.units
     return result
-  }
-
-  /** A refund of units that differ by window (a cost map, or a settle): a settle of each back to none. */
-  async function sendRefundBySettle(
-    receipt: Receipt,
-    settled: readonly number[] | undefined,
-    id: string,
-  ): Promise<RefundResult> {
-    const units = receipt.requests.map((_, i) => unitsOf(receipt, settled, i))
-    const requests = receipt.requests.map(({ key, windowMs, recorded }, i) => ({
-      key,
-      windowMs,
-      recorded,
-      delta: -(units[i] as number),
-    }))
-    const key = (requests[0] as RefundRequest).key
-    const settle = (store.settle as NonNullable<Store['settle']>).bind(store)
-    const { outcome } = await caller
-      .ask(key, (deadline) => settle(requests, id, deadline))
-      .catch((error: unknown) => {
-        throw caller.failure(error, key, { refundUnits: Math.max(...units) })
-      })
-    if (outcome !== 'settled')
-      return { units: 0, outcome: outcome === 'already-settled' ? 'already-refunded' : outcome }
-    const most = Math.max(...units)
-    counters.refundedUnits += most
-    return { units: most, outcome: 'refunded' }
   }
 
   /** limiter.refund: once per receipt, however often it is asked. */
@@ -739,7 +714,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     }
     if (state?.answer) return state.answer.outcome === 'refunded' ? ALREADY_REFUNDED : state.answer
     if (!state) {
-      state = { id: randomUUID() }
+      state = { id: afterCall.idOf(receipt) }
       asked.set(receipt, state)
     }
     return askOnce(state, sendRefund(receipt, state.id))

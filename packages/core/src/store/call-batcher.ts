@@ -1,3 +1,4 @@
+import { type Scheduled, scheduleImmediate } from '../common/timer.js'
 import type { ScriptRunner } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
 import { splitRun } from './sliding-log-call.js'
@@ -32,13 +33,12 @@ export function createCallBatcher(
   maxBatch = MAX_BATCH,
 ): CallBatcher {
   const waiting = new Map<string, Call[]>()
-  // The setImmediate the pending flush went to, undefined when none is pending. One given to a setImmediate that
-  // is no longer the global one (fake timers installed during a call, then restored) may never run: the next
-  // call schedules the flush again rather than wait for MAX_BATCH calls to pile up.
-  let scheduledWith: typeof setImmediate | undefined
+  // The pending flush, undefined when none is. A stale one may never run: the next call schedules the flush again
+  // rather than wait for MAX_BATCH calls to pile up.
+  let scheduled: Scheduled | undefined
 
   const flush = () => {
-    scheduledWith = undefined
+    scheduled = undefined
     for (const calls of waiting.values()) void send(calls)
     waiting.clear()
   }
@@ -85,9 +85,8 @@ export function createCallBatcher(
         if (calls.length >= maxBatch) {
           waiting.delete(group)
           void send(calls)
-        } else if (scheduledWith !== setImmediate) {
-          scheduledWith = setImmediate
-          setImmediate(flush)
+        } else if (scheduled === undefined || scheduled.stale) {
+          scheduled = scheduleImmediate(flush)
         }
       })
     },

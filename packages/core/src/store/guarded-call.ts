@@ -2,6 +2,7 @@
 // deadline the server is sent and when a refusal is retried (createRunBefore), and how a reply already in the socket
 // is read before giving up (the queue gives up after the poll phase). The memory store, which cannot hang, gets none.
 import { StoreError } from '../common/errors.js'
+import { type Scheduled, scheduleTimeout } from '../common/timer.js'
 import { createServerClock, type ServerClock } from './server-clock.js'
 import { isServerFailure, replyCode } from './server-failure.js'
 import type { ServerGuard } from './server-set.js'
@@ -110,12 +111,13 @@ interface Expiring {
  * When the calls of one caller (one timeoutMs) are given up: one timer for all of them, armed for the earliest
  * deadline, over a queue kept in deadline order (calls are sent in order with one timeoutMs, so a new call goes
  * at the tail; a moved deadline is put back in its place). A call that settles stays queued until its deadline,
- * and is skipped then. The timer is cleared whenever no call is in flight.
+ * and is skipped then. The timer is cleared whenever no call is in flight, and armed again when a call finds it
+ * stale (see Scheduled): one armed under fake timers since restored would never give a call up.
  */
 export class DeadlineQueue {
   private calls: Expiring[] = []
   private head = 0
-  private timer: ReturnType<typeof setTimeout> | undefined
+  private timer: Scheduled | undefined
   private inFlight = 0
 
   constructor(
@@ -128,6 +130,10 @@ export class DeadlineQueue {
     this.insert(call)
     this.inFlight++
     if (this.timer === undefined) this.arm(call.deadline.at)
+    else if (this.timer.stale) {
+      this.timer.cancel()
+      this.arm((this.calls[this.head] as Expiring).deadline.at)
+    }
   }
 
   private insert(call: Expiring): void {
@@ -145,7 +151,7 @@ export class DeadlineQueue {
   settled(): void {
     if (--this.inFlight === 0 && this.timer !== undefined) {
       // Nothing in flight: no timer left behind (and none holding the process open).
-      clearTimeout(this.timer)
+      this.timer.cancel()
       this.timer = undefined
     }
     const { calls } = this
@@ -165,7 +171,7 @@ export class DeadlineQueue {
   }
 
   private arm(at: number): void {
-    this.timer = setTimeout(runQueue, Math.max(0, Math.ceil(at - performance.now())), this)
+    this.timer = scheduleTimeout(runQueue, Math.max(0, Math.ceil(at - performance.now())), this)
   }
 
   /** The timer ran: every call past its deadline moves it once or is given up. */

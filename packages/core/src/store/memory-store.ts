@@ -119,11 +119,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   // Held keys (blocked or paused): until when (clock ms). Apart from the windows, so that a sweep of idle
   // windows keeps them; an ended hold is dropped when next read, or by a sweep.
   const holds = new Map<string, number>()
-  // Refunds applied, by id: until when (clock ms) one sent again is answered 'already-refunded' (past it, none of
-  // its units could count). Ended ones are dropped by the sweep.
-  const refunds = new Map<string, number>()
-  // Settles applied, by id, kept as refunds are.
-  const settles = new Map<string, number>()
+  // Admissions settled or refunded, by id (lua/sliding-log.lua's markers): until when (clock ms) a settle or refund
+  // sent again is answered as applied (past it, none of its units could count), and what the settle moved in each
+  // window (none once refunded). Ended ones are dropped by the sweep.
+  const markers = new Map<string, { readonly until: number; readonly moved?: readonly number[] }>()
   const changes = createWeakSignal<[readonly string[] | undefined]>()
   const slotsFreed = createWeakSignal<[readonly string[] | undefined]>()
   // The last slot id given: ids are the clock's time, made unique and increasing.
@@ -178,8 +177,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   }
 
   function dropEndedMarkers(now: number): void {
-    for (const [id, until] of refunds) if (until <= now) refunds.delete(id)
-    for (const [id, until] of settles) if (until <= now) settles.delete(id)
+    for (const [id, { until }] of markers) if (until <= now) markers.delete(id)
   }
 
   /** Until when a key is held, or 0. */
@@ -432,19 +430,26 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     // Each log's entries that have left the window dropped first, so that `has` finds live entries only.
     const usedNow = () => requests.map(({ windowMs }, i) => logs[i]?.used(now, windowMs) ?? 0)
     const before = usedNow()
-    if ((settles.get(id) ?? 0) > now) return { outcome: 'already-settled', used: before }
+    const marker = markerOf(id, now)
+    if (marker) return { outcome: marker.moved ? 'already-settled' : 'refunded', used: before }
     const holding = requests.map(({ recorded }, i) => logs[i]?.has(recorded) === true)
     if (requests.some(({ recorded }, i) => holding[i] && logs[i]?.tooDeep(recorded))) {
       return { outcome: 'too-deep', used: before }
     }
     if (!holding.includes(true)) return { outcome: 'expired', used: before }
     let until = now
-    for (const [i, { recorded, windowMs, delta }] of requests.entries()) {
-      if (holding[i]) logs[i]?.adjust(recorded, delta)
+    const moved = requests.map(({ recorded, windowMs, delta }, i) => {
       until = Math.max(until, recorded + windowMs)
-    }
-    settles.set(id, until)
+      return holding[i] ? (logs[i]?.adjust(recorded, delta) ?? 0) : 0
+    })
+    markers.set(id, { until, moved })
     return { outcome: 'settled', used: usedNow() }
+  }
+
+  /** The marker of an admission settled or refunded, while its units could count. */
+  const markerOf = (id: string, now: number) => {
+    const marker = markers.get(id)
+    return marker !== undefined && marker.until > now ? marker : undefined
   }
 
   /** lua/sliding-log.lua's lease: units recorded at the lease's expiry, so each use before it stays covered. */
@@ -491,27 +496,30 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     onSlotFree: slotsFreed.add,
     refund: async (requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund> => {
       const now = clock()
-      if ((refunds.get(id) ?? 0) > now) return { units: 0, outcome: 'already-refunded' }
+      const marker = markerOf(id, now)
+      if (marker && !marker.moved) return { units: 0, outcome: 'already-refunded' }
       const live = (r: RefundRequest) => r.recorded > now - r.windowMs
       if (requests.some((r) => live(r) && entries.get(r.key)?.log?.tooDeep(r.recorded))) {
         return { units: 0, outcome: 'too-deep' }
       }
       let most = 0
       let until = 0
-      for (const request of requests) {
+      for (const [i, request] of requests.entries()) {
         const { key, windowMs, buckets, recorded } = request
         const entry = entries.get(key)
+        // The admission's units, and what its settle moved (the marker says), never less than none.
+        const count = Math.max(0, (request.units ?? units) + (marker?.moved?.[i] ?? 0))
         let removed = 0
-        if (entry?.log && live(request)) removed = entry.log.remove(recorded, units)
+        if (entry?.log && live(request)) removed = entry.log.remove(recorded, count)
         else if (entry?.counter && buckets !== undefined) {
-          removed = entry.counter.remove(now, recorded, units, windowMs, buckets)
+          removed = entry.counter.remove(now, recorded, count, windowMs, buckets)
         }
         most = Math.max(most, removed)
         // Past any unit's exit, a bucket's included (a bucket is at most a window wide).
-        until = Math.max(until, recorded + 2 * windowMs)
+        until = Math.max(until, recorded + (buckets === undefined ? 1 : 2) * windowMs)
       }
       if (most === 0) return { units: 0, outcome: 'expired' }
-      refunds.set(id, until)
+      markers.set(id, { until })
       return { units: most, outcome: 'refunded' }
     },
     hold: async (requests: readonly HoldRequest[], ms: number) => {

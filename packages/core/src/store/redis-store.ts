@@ -164,7 +164,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     const [first] = requests
     if (first === undefined) return { outcome: 'expired', used: [] }
     const keys = requests.map((request) => `${prefix}:${request.key}`)
-    keys.push(markerKey(keys[0] as string, id, 'settle'))
+    keys.push(markerKey(keys[0] as string, id))
     const entries = requests.map(({ recorded, windowMs, delta }) => ({ recordedUs: recorded, windowMs, delta }))
     const bytes = settleCall([...entries, { recordedUs: 0, windowMs: 0, delta: 0 }])
     const call = async (deadlineUs: number) => {
@@ -203,11 +203,11 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     refund: async (requests: readonly RefundRequest[], units: number, id: string, deadline?: Deadline) => {
       const [first] = requests
       if (first === undefined) return { units: 0, outcome: 'expired' }
-      // The refund's marker: set in the run that removes the units, so that the same refund sent again removes
-      // nothing more.
+      // The admission's marker: it says what a settle of it moved, and is set in the run that removes the units,
+      // so that the same refund sent again removes nothing more.
       const keys = requests.map((request) => `${prefix}:${request.key}`)
-      keys.push(markerKey(keys[0] as string, id, 'refund'))
       if (first.buckets !== undefined) {
+        keys.push(markerKey(keys[0] as string, id, 'refund'))
         const args = [1, first.windowMs, first.buckets, units, 'refund', 0, 0, first.recorded]
         const call = async (deadlineUs: number) => {
           args[5] = deadlineUs
@@ -217,8 +217,9 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
         const reply = await runBefore(call, first.key, deadline)
         return refundOf(reply.marked ? ALREADY_REFUNDED : reply.status > 0 ? 1 : 0, reply.status)
       }
+      keys.push(markerKey(keys[0] as string, id))
       // The marker's entry is (0, 0): no window is 0 ms long.
-      const entries = requests.map(({ recorded, windowMs }) => ({ recordedUs: recorded, windowMs }))
+      const entries = requests.map((r) => ({ recordedUs: r.recorded, windowMs: r.windowMs, units: r.units ?? units }))
       const bytes = releaseCall(units, [...entries, { recordedUs: 0, windowMs: 0 }])
       const reply = await runBefore(slidingLog(keys, bytes, 0), first.key, deadline)
       return refundOf(reply.status, reply.units)
@@ -273,10 +274,11 @@ function numbers(reply: unknown, script: LuaScript): number[] {
 }
 
 /**
- * A refund's or a settle's marker key, in the slot of `key` (with its prefix): after its hash tag (the tenant's, in
- * every key a limiter builds), or around a key with none. No window key has this shape.
+ * The marker key of an admission settled or refunded (lua/sliding-log.lua's 'receipt', one for both), or of a
+ * bucketed window's refund, in the slot of `key` (with its prefix): after its hash tag (the tenant's, in every key
+ * a limiter builds), or around a key with none. No window key has this shape.
  */
-function markerKey(key: string, id: string, kind: 'refund' | 'settle'): string {
+function markerKey(key: string, id: string, kind: 'receipt' | 'refund' = 'receipt'): string {
   const open = key.indexOf('{')
   const tagged = open !== -1 && key.indexOf('}', open + 1) > open + 1
   return tagged ? `${key}:${kind}:${id}` : `{${key}}:${kind}:${id}`
@@ -285,8 +287,8 @@ function markerKey(key: string, id: string, kind: 'refund' | 'settle'): string {
 // lua/sliding-log.lua's statuses of a release: 1 released, 0 none (expired), 2 its marker was set, 3 too deep.
 const ALREADY_REFUNDED = 2
 const REFUND_OUTCOMES = ['expired', 'refunded', 'already-refunded', 'too-deep'] as const
-// And of a settle: 1 settled, 0 no window holds the entry, 2 its marker was set, 3 too deep.
-const SETTLE_OUTCOMES = ['expired', 'settled', 'already-settled', 'too-deep'] as const
+// And of a settle: 1 settled, 0 no window holds the entry, 2 settled before, 3 too deep, 4 refunded before.
+const SETTLE_OUTCOMES = ['expired', 'settled', 'already-settled', 'too-deep', 'refunded'] as const
 
 function refundOf(status: number, units: number): StoreRefund {
   const outcome = REFUND_OUTCOMES[status]

@@ -149,15 +149,19 @@ export function leaseCall(
   return bytes
 }
 
-/** A release of `units` from each key's entry recorded at `recordedUs` (server µs), if still in its window. */
+/**
+ * A release ('r') from each key's entry recorded at `recordedUs` (server µs), if still in its window: of its
+ * `units`, or of `units` when it names none. A refund's last entry is its marker's (0, 0).
+ */
 export function releaseCall(
   units: number,
-  entries: readonly { readonly recordedUs: number; readonly windowMs: number }[],
+  entries: readonly { readonly recordedUs: number; readonly windowMs: number; readonly units?: number }[],
 ): Buffer {
-  const bytes = call('r', units, CALL + 16 * entries.length)
-  for (const [i, { recordedUs, windowMs }] of entries.entries()) {
-    bytes.writeDoubleBE(recordedUs, CALL + 16 * i)
-    bytes.writeDoubleBE(windowMs, CALL + 16 * i + 8)
+  const bytes = call('r', 0, CALL + 24 * entries.length)
+  for (const [i, entry] of entries.entries()) {
+    bytes.writeDoubleBE(entry.recordedUs, CALL + 24 * i)
+    bytes.writeDoubleBE(entry.windowMs, CALL + 24 * i + 8)
+    bytes.writeDoubleBE(entry.units ?? units, CALL + 24 * i + 16)
   }
   return bytes
 }

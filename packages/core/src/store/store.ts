@@ -47,12 +47,13 @@ export interface SettleRequest {
 
 /**
  * What a store's settle did: 'settled' (every window's delta applied, or none had its entry left: see `used`),
- * 'already-settled' (a settle of the same id was applied before: nothing changed), 'expired' (no window still
- * holds the admission's entry: nothing changed), 'too-deep' (an entry has more than MAX_REFUND_TAIL entries after
- * it: nothing changed). `used`: the units each window holds now, after the settle, in the requests' order.
+ * 'already-settled' (a settle of the same id was applied before: nothing changed), 'refunded' (a refund of the same
+ * id was applied: nothing changed), 'expired' (no window still holds the admission's entry: nothing changed),
+ * 'too-deep' (an entry has more than MAX_REFUND_TAIL entries after it: nothing changed). `used`: the units each
+ * window holds now, after the settle, in the requests' order.
  */
 export interface StoreSettle {
-  readonly outcome: 'settled' | 'already-settled' | 'expired' | 'too-deep'
+  readonly outcome: 'settled' | 'already-settled' | 'refunded' | 'expired' | 'too-deep'
   readonly used: readonly number[]
 }
 
@@ -62,6 +63,8 @@ export interface RefundRequest {
   readonly windowMs: number
   readonly buckets?: number
   readonly recorded: number
+  /** The units the admission recorded in this window, when not the refund's `units` (a cost per window). */
+  readonly units?: number
 }
 
 /**
@@ -152,8 +155,10 @@ export interface Store {
    */
   hold(requests: readonly HoldRequest[], ms: number): Promise<void>
   /**
-   * Removes `units` recorded at `recorded` (a result's stamp) from each window, if still in it: an admission
-   * refunded. At most once per `id`, however often it is sent (a retry after a timeout sends the same id); a
+   * Removes `units` (or a request's own) recorded at `recorded` (a result's stamp) from each window, if still in
+   * it: an admission refunded. `id` names the admission, as its settle's does: what a settle of that id moved is
+   * taken back too, whether or not its caller heard the answer, so that the refund removes exactly what the
+   * admission holds. At most once per `id`, however often it is sent (a retry after a timeout sends the same id); a
    * remote store applies nothing after `deadline.at`, as for consume.
    */
   refund?(requests: readonly RefundRequest[], units: number, id: string, deadline?: Deadline): Promise<StoreRefund>
@@ -170,7 +175,8 @@ export interface Store {
   /**
    * Adds each request's `delta` units (negative: gives them back, at most what the entry holds) at the time they
    * were recorded, in one atomic step, if the entry is still in its window: an admission settled to its true cost.
-   * At most once per `id` (a retry after a timeout sends the same id); nothing is applied after `deadline.at`.
+   * At most once per `id` (a retry after a timeout sends the same id), and not after a refund of that id (see
+   * refund); nothing is applied after `deadline.at`.
    */
   settle?(requests: readonly SettleRequest[], id: string, deadline?: Deadline): Promise<StoreSettle>
   /**
