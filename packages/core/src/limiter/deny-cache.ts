@@ -31,13 +31,38 @@ export interface DenyCache {
 
 /**
  * The store's denials, by call id (a store key, or the keys of several policies joined by spaces), as a
- * least-recently-used map of at most `max` entries.
+ * least-recently-used map of at most `max` entries. Ids of several keys are indexed by each of their keys, so a
+ * key change costs what the entries of its keys cost, however many are cached.
  */
 export function createDenyCache(max: number): DenyCache {
   const entries = new Map<string, DenyEntry>()
-  // Ids of several keys seen: a change of one key drops them too.
-  let compound = false
+  // Per key of a compound id: that id, or the ids (a tenant-wide policy's key is in one per route).
+  const byKey = new Map<string, string | Set<string>>()
   let visits = 0
+
+  function index(id: string): void {
+    for (const key of id.split(' ')) {
+      const ids = byKey.get(key)
+      if (ids === undefined) byKey.set(key, id)
+      else if (typeof ids === 'string') byKey.set(key, new Set([ids, id]))
+      else ids.add(id)
+    }
+  }
+
+  function unindex(id: string): void {
+    for (const key of id.split(' ')) {
+      const ids = byKey.get(key)
+      if (ids === id) byKey.delete(key)
+      else if (typeof ids === 'object') {
+        ids.delete(id)
+        if (ids.size === 1) byKey.set(key, ids.values().next().value as string)
+      }
+    }
+  }
+
+  function remove(id: string): void {
+    if (entries.delete(id) && id.includes(' ')) unindex(id)
+  }
 
   return {
     get size() {
@@ -48,29 +73,33 @@ export function createDenyCache(max: number): DenyCache {
     },
     get: (id) => entries.get(id),
     set(id, entry) {
-      compound ||= id.includes(' ')
-      entries.delete(id)
+      const cached = entries.delete(id)
       entries.set(id, entry)
+      if (!cached && id.includes(' ')) index(id)
       // Oldest first: a Map keeps insertion order, so this is a least-recently-used bound.
-      if (entries.size > max) entries.delete(entries.keys().next().value as string)
+      if (entries.size > max) remove(entries.keys().next().value as string)
     },
-    delete(id) {
-      entries.delete(id)
-    },
+    delete: remove,
     dropKeys(keys) {
       for (const key of keys) {
-        if (entries.has(key)) visits++
-        entries.delete(key)
-      }
-      if (!compound) return
-      const changed = new Set(keys)
-      for (const id of entries.keys()) {
-        visits++
-        if (id.includes(' ') && id.split(' ').some((key) => changed.has(key))) entries.delete(id)
+        if (entries.delete(key)) visits++
+        const ids = byKey.get(key)
+        if (ids === undefined) continue
+        byKey.delete(key)
+        if (typeof ids === 'string') {
+          visits++
+          remove(ids)
+        } else {
+          for (const id of ids) {
+            visits++
+            remove(id)
+          }
+        }
       }
     },
     clear() {
       entries.clear()
+      byKey.clear()
     },
   }
 }
