@@ -192,6 +192,16 @@ export function createLocalTier(
     return aged
   }
 
+  /**
+   * What a denial may answer later: with several policies, those that denied. The others' figures change with
+   * every call counted in them meanwhile (another route's, another process's), which the cache cannot see.
+   */
+  function known(decision: Decision): Decision {
+    const { policies } = decision
+    if (policies === undefined || policies.every((d) => !d.allowed)) return decision
+    return { ...decision, policies: policies.filter((d) => !d.allowed) }
+  }
+
   /** The cached denial of `id` that answers this call at `at`, aged; an ended one is dropped. */
   function denialAt(id: string, cost: number, limits: Limits, at: number): Decision | undefined {
     const denial = denials.get(id)
@@ -271,7 +281,7 @@ export function createLocalTier(
       const rate = rates.get(id)
       if (rate) rate.deniedAt = sentAt
       if (config.denyCacheSize === 0 || sentAt <= changedAt) return
-      denials.set(id, { until: sentAt + decision.retryAfterMs, cost, limits, decision, at: sentAt })
+      denials.set(id, { until: sentAt + decision.retryAfterMs, cost, limits, decision: known(decision), at: sentAt })
     },
     addLease(id, storeKey, result, ttlMs, sentAt, cost, limit) {
       const previous = leases.get(id)
