@@ -18,7 +18,8 @@
 --          { 0, 2, 0, 0, nowUs }
 --
 -- Reply: a table { allowed, remaining, retryAfterMs, resetMs, nowUs } (allowed -1 past the deadline). A held
--- key denies every call, with the wait until the hold ends (or until the cost fits, if later).
+-- key denies every call, with the wait until the hold ends (or until the cost fits, if later), and 0 remaining for
+-- a consume (a peek reports the window's room, which tools read).
 --
 -- Text arguments and a table reply, unlike sliding-log.lua's binary ones: this script decides one window per run,
 -- never a batch of calls, so its few arguments are not where its time goes; a refund is a mode here, where
@@ -135,7 +136,7 @@ if #live > 0 then
 end
 local remaining = math.max(0, limit - used)
 if hold > now then
-  -- Held: denied until the hold ends, or until the cost fits if later.
+  -- Held: denied until the hold ends, or until the cost fits if later; nothing is left meanwhile for a consume.
   local retry, freed = math.ceil((hold - now) / 1000), 0
   if used + cost > limit then
     for _, bucket in ipairs(live) do
@@ -146,7 +147,7 @@ if hold > now then
       end
     end
   end
-  return { 0, remaining, retry, reset_now, now }
+  return { 0, mode == 'peek' and remaining or 0, retry, reset_now, now }
 end
 
 if used + cost <= limit then
@@ -173,6 +174,6 @@ for _, bucket in ipairs(live) do
 end
 if mode == 'consume' and block > 0 then
   hold_until(now + block)
-  retry = math.max(retry, math.ceil(block / 1000))
+  remaining, retry = 0, math.max(retry, math.ceil(block / 1000))
 end
 return { 0, remaining, retry, reset_now, now }

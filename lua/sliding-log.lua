@@ -48,7 +48,8 @@
 --   nowUs       the server time of the decision, in µs (a double)
 --   units       units recorded (c, C, l), removed (r: the most removed from one key) or moved (s: the most, either
 --               way), slots freed (f) or still held (e); 0 when none
---   then for each window i: allowed_i (it alone has room), remaining_i (units left after this call),
+--   then for each window i: allowed_i (it alone has room), remaining_i (units left after this call; for a
+--   consume or a lease, 0 while the key is held: every call is denied; a peek reports the window's room),
 --   retryAfterMs_i (0 when it has room; else the exact wait, rounded up, until the cost fits and the key is not
 --   held: for a lease, until `waitFor` fits), resetMs_i (until the window holds no unit of the key; 0 when
 --   empty), recordedUs_i (the time this call's units were recorded at, in µs, which a release names; 0 when
@@ -907,6 +908,9 @@ for a = 1, args do
                 return pack(REPLY, 1, now, granted, 1, available - granted, 0, reset, at)
               end
               local allowed, remaining, retry, reset = answer(log, limit, wait_for)
+              if live_hold(log) > 0 then
+                remaining = 0
+              end
               return pack(REPLY, 0, now, 0, allowed, remaining, retry, reset, 0)
             end
 
@@ -956,7 +960,10 @@ for a = 1, args do
                 a[2], a[4] = a[2] - a[8], ceil((log.newest + log.window - log.now) / 1000)
               elseif consume and not a[5] and a[7] > 0 then
                 hold_until(log, now + a[7])
-                a[3] = math.max(a[3], ceil(a[7] / 1000))
+                a[2], a[3] = 0, math.max(a[3], ceil(a[7] / 1000))
+              elseif consume and not log.slots and live_hold(log) > 0 then
+                -- A held key denies every call: nothing is left until the hold ends.
+                a[2] = 0
               end
               reply[i + 1] = pack('>bI4I6I6d', a[1], a[2], a[3], a[4], at)
             end

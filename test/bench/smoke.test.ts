@@ -65,15 +65,20 @@ describe('bench parts at a tiny size', () => {
     for (const a of admission) expectFinite(a.ratio, 'admission')
   })
 
-  it('local: a row per load', async function () {
+  it('local: a row per load, and reset messages handled with one policy and with two', async function () {
     this.timeout(30_000)
-    const { data } = await local({ durationMs: 150 })
-    const rows = data as Record<string, unknown>[]
-    expect(rows).to.have.length(4)
-    for (const row of rows) {
+    const { data } = await local({ durationMs: 150, cached: 100, messages: 100 })
+    const { loads, messages } = data as { loads: Record<string, unknown>[]; messages: Record<string, unknown>[] }
+    expect(loads).to.have.length(4)
+    for (const row of loads) {
       expect(row.load).to.be.a('string')
       for (const [name, value] of Object.entries(row)) if (name !== 'load') expectFinite(value, `${row.load} ${name}`)
     }
+    expect(messages.map((row) => [row.policies, row.cached, row.messages])).to.deep.equal([
+      [1, 100, 100],
+      [2, 100, 100],
+    ])
+    for (const row of messages) for (const [name, value] of Object.entries(row)) expectFinite(value, name)
   })
 
   it('failure: every fault with each client, with their latencies and recovery', async function () {

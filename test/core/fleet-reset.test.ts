@@ -52,6 +52,29 @@ describe('a reset or pause in one limiter reaches every local tier on the store'
       expect(await b.consume('k')).to.include({ allowed: true, source: 'store' })
     })
 
+    it('a reset of one policy’s key drops exactly the cached denials that name it, every policy of them with it', async () => {
+      const store = memoryStore()
+      const global = { name: 'global', limit: 2, window: '1m', scope: 'tenant' } as const
+      const search = { name: 'search', limit: 2, window: '1m' } as const
+      const both = createRateLimiter({ store, policies: [global, search], logger: policy.logger })
+      const globalOnly = createRateLimiter({ store, ...global, logger: policy.logger })
+      const t1Search = { tenant: 't1', route: 'GET /search' }
+      const t1Other = { tenant: 't1', route: 'GET /other' }
+      const t2Search = { tenant: 't2', route: 'GET /search' }
+      // Two searches each fill both policies: three compound denials get cached.
+      for (const key of [t1Search, t1Search, t2Search, t2Search]) await both.consume(key)
+      for (const key of [t1Search, t1Other, t2Search]) {
+        expect(await both.consume(key)).to.include({ allowed: false, source: 'store' })
+        expect(await both.consume(key)).to.include({ allowed: false, source: 'local' })
+      }
+
+      await globalOnly.reset('t1')
+      // Both of t1's denials named its global key: they go, with their search key's figures. t2's stays.
+      expect(await both.consume(t1Search)).to.include({ allowed: false, source: 'store', policy: 'search' })
+      expect(await both.consume(t1Other)).to.include({ allowed: true, source: 'store' })
+      expect(await both.consume(t2Search)).to.include({ allowed: false, source: 'local' })
+    })
+
     it('a pause through one ends the other’s lease', async () => {
       const store = memoryStore()
       const options = { store, limit: 100, window: '1m', local: { lease: 10 } } as const

@@ -38,7 +38,7 @@ export function describeHoldsAndRefunds(name: string, make: () => Store) {
       await a.pause('api', 10)
       for (const limiter of [a, b]) {
         const d = await limiter.consume('api')
-        expect(d).to.include({ allowed: false, remaining: 99 })
+        expect(d).to.include({ allowed: false, remaining: 0 })
         expect(d.retryAfterMs).to.be.within(29_000, 30_000)
       }
       // A key never used before is paused as well.
@@ -51,6 +51,55 @@ export function describeHoldsAndRefunds(name: string, make: () => Store) {
       )
       expect(String(bad)).to.match(/pause\(key, ms\)/)
     })
+
+    for (const algorithm of ['sliding-log', 'bucketed'] as const) {
+      it(`a held key (${algorithm}) answers a call with 0 remaining while it denies every call: paused, or blocked with room`, async () => {
+        const store = make()
+        const policy = { limit: 5, window: '1m', algorithm, name: `held-${algorithm}` } as const
+        const a = createRateLimiter({ store, ...policy, local: false })
+        const cached = createRateLimiter({ store, ...policy })
+        expect(await a.consume('k')).to.include({ allowed: true, remaining: 4 })
+        await a.pause('k', '10m')
+        const denied = await a.consume('k')
+        expect(denied).to.include({ allowed: false, remaining: 0 })
+        expect(denied.retryAfterMs).to.be.within(599_000, 600_000)
+        // A peek decides nothing: it reports the window's room, which `fleetlimit peek` and `keys` read.
+        expect(await a.peek('k')).to.include({ allowed: false, remaining: 4 })
+        expect(await cached.consume('k')).to.include({ allowed: false, remaining: 0, source: 'store' })
+        expect(await cached.consume('k')).to.include({ allowed: false, remaining: 0, source: 'local' })
+        if (algorithm === 'sliding-log') {
+          // Several policies in one call, and leases: sliding logs only.
+          const both = createRateLimiter({
+            store,
+            policies: [policy, { name: `other-${algorithm}`, limit: 10, window: '1m' }],
+            local: false,
+          })
+          const two = await both.consume('k')
+          expect(two).to.include({ allowed: false, remaining: 0, policy: policy.name })
+          expect(two.policies?.map((d) => [d.policy, d.allowed, d.remaining])).to.deep.equal([
+            [policy.name, false, 0],
+            [`other-${algorithm}`, true, 10],
+          ])
+          const leasing = createRateLimiter({ store, ...policy, local: { lease: 2 } })
+          expect(await leasing.consume('k'), 'a lease asked of a paused key').to.include({
+            allowed: false,
+            remaining: 0,
+          })
+        }
+
+        // A block started by a cost that does not fit leaves room for a smaller one, which the block denies too.
+        const blocking = createRateLimiter({
+          store,
+          ...policy,
+          name: `block-${algorithm}`,
+          blockFor: '10m',
+          local: false,
+        })
+        expect(await blocking.consume('v', { cost: 3 })).to.include({ allowed: true, remaining: 2 })
+        expect(await blocking.consume('v', { cost: 3 })).to.include({ allowed: false, remaining: 0 })
+        expect(await blocking.consume('v')).to.include({ allowed: false, remaining: 0 })
+      })
+    }
 
     it('pause: acquire waits the pause out, then is admitted', async () => {
       const limiter = createRateLimiter({ store: make(), limit: 5, window: '1m' })

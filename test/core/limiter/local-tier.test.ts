@@ -35,7 +35,7 @@ describe('local tier', () => {
       expect(limiter.stats().storeCalls).to.equal(calls + 1)
     })
 
-    it('answers with the store’s denial aged, field for field and in its order, for one policy and for several', async () => {
+    it('answers with the store’s denial aged, field for field and in its order; of several policies, those that denied', async () => {
       const limiter = createRateLimiter({
         store: memoryStore({ clock: () => Date.now() }),
         policies: [
@@ -50,7 +50,12 @@ describe('local tier', () => {
       const cached = await limiter.consume('k')
       const later = (ms: number) => Math.max(0, ms - 300)
       const aged = (d: Decision) => ({ ...d, retryAfterMs: later(d.retryAfterMs), resetMs: later(d.resetMs) })
-      const expected = { ...aged(denied), source: 'local', policies: denied.policies?.map(aged) }
+      // Policy b admitted: its figures change with calls counted in it since, which this process cannot see.
+      expect(denied.policies?.map((d) => [d.policy, d.allowed])).to.deep.equal([
+        ['a', false],
+        ['b', true],
+      ])
+      const expected = { ...aged(denied), source: 'local', policies: denied.policies?.slice(0, 1).map(aged) }
       expect(cached).to.deep.equal(expected)
       expect(Reflect.ownKeys(cached)).to.deep.equal(Reflect.ownKeys(expected))
     })

@@ -203,9 +203,9 @@ describe('lua/sliding-log.lua on a real Redis', () => {
     expect(await redis.strlen(key), 'a header alone').to.equal(85)
     expect(await redis.pttl(key)).to.be.within(29_000, 30_000)
     const denied = await call(10, 1_000)
-    expect(denied).to.include({ allowed: 0, remaining: 10, units: 0 })
+    expect(denied, 'a consume of a held key: nothing left').to.include({ allowed: 0, remaining: 0, units: 0 })
     expect(denied.retryAfterMs).to.be.within(29_000, 30_000)
-    expect((await call(10, 1_000, 1, 'peek')).allowed).to.equal(0)
+    expect(await call(10, 1_000, 1, 'peek'), 'a peek: the window’s room').to.include({ allowed: 0, remaining: 10 })
     // A shorter hold keeps the longer one; the key still holds no entry.
     await raw([key], ['z', 10, 0, 0, 1_000, '0'], 0)
     expect((await call(10, 1_000)).retryAfterMs).to.be.within(29_000, 30_000)

@@ -17,7 +17,10 @@ export interface Decision {
   readonly source: DecisionSource
   /** The name of the policy that made this decision: with several policies, the one that binds. */
   readonly policy: string
-  /** With several policies: each one's decision, in the limiter's order. */
+  /**
+   * With several policies: each one's decision, in the limiter's order. A denial from the local tier's deny cache
+   * lists only the policies that denied: the others' figures have changed with the calls counted since.
+   */
   readonly policies?: readonly Decision[]
   /** A policy in shadow mode would have denied this call, which was let through (`allowed` is true). */
   readonly shadowDenied?: boolean

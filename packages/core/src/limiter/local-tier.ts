@@ -4,6 +4,7 @@ import { startTimer, type Timer } from '../common/timer.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import type { Lease, LeaseResult, Store } from '../store/store.js'
 import type { Decision } from './decision.js'
+import { createDenyCache, type Limits } from './deny-cache.js'
 
 export interface LocalOptions {
   /** Deny locally, with no store call, a key the store denied, until its wait has passed. Default: on. */
@@ -37,15 +38,6 @@ export interface LocalCounters {
   returnedUnits: number
 }
 
-interface DenyEntry {
-  /** Local time until which the store's answer stands, the cost and limits it was for, and the answer. */
-  readonly until: number
-  readonly cost: number
-  readonly limits: Limits
-  readonly decision: Decision
-  readonly at: number
-}
-
 interface LeaseEntry {
   readonly storeKey: string
   readonly lease: Lease
@@ -59,13 +51,6 @@ interface LeaseEntry {
   used: number
   timer: Timer | undefined
 }
-
-/**
- * The limits a call is decided under (its limit, or its policies' limits joined): a local answer made under
- * some limits serves only calls under the same ones, so a tenant whose plan differs is never answered from
- * another plan's denial or lease.
- */
-export type Limits = number | string
 
 /** A local decision; an admission from a lease names it, so that the admission can be refunded. */
 export interface LocalHit {
@@ -154,7 +139,7 @@ export function createLocalTier(
 ): LocalTier {
   const counters = noLocalCounts()
   const now = () => performance.now()
-  const denials = new Map<string, DenyEntry>()
+  const denials = createDenyCache(config.denyCacheSize)
   const leases = new Map<string, LeaseEntry>()
   // Per key: the recent rate of units asked for, and when the store last denied it (a saturated key).
   const rates = new Map<string, { units: number; at: number; deniedAt: number }>()
@@ -162,8 +147,6 @@ export function createLocalTier(
   // When a key last changed in the store (a reset or a hold, in any process): a store answer to a question sent
   // before it may predate the change, so it is not cached. Any key's change counts: they are rare.
   let changedAt = Number.NEGATIVE_INFINITY
-  // Ids of several keys (several policies, keys joined by spaces) seen: a change of one key drops them too.
-  let compoundIds = false
 
   function touch<V>(map: Map<string, V>, id: string, value: V, max: number) {
     map.delete(id)
@@ -207,6 +190,16 @@ export function createLocalTier(
     if (decision.shadowDenied !== undefined) aged.shadowDenied = decision.shadowDenied
     if (decision.shadow !== undefined) aged.shadow = decision.shadow
     return aged
+  }
+
+  /**
+   * What a denial may answer later: with several policies, those that denied. The others' figures change with
+   * every call counted in them meanwhile (another route's, another process's), which the cache cannot see.
+   */
+  function known(decision: Decision): Decision {
+    const { policies } = decision
+    if (policies === undefined || policies.every((d) => !d.allowed)) return decision
+    return { ...decision, policies: policies.filter((d) => !d.allowed) }
   }
 
   /** The cached denial of `id` that answers this call at `at`, aged; an ended one is dropped. */
@@ -288,9 +281,7 @@ export function createLocalTier(
       const rate = rates.get(id)
       if (rate) rate.deniedAt = sentAt
       if (config.denyCacheSize === 0 || sentAt <= changedAt) return
-      compoundIds ||= id.includes(' ')
-      const entry = { until: sentAt + decision.retryAfterMs, cost, limits, decision, at: sentAt }
-      touch(denials, id, entry, config.denyCacheSize)
+      denials.set(id, { until: sentAt + decision.retryAfterMs, cost, limits, decision: known(decision), at: sentAt })
     },
     addLease(id, storeKey, result, ttlMs, sentAt, cost, limit) {
       const previous = leases.get(id)
@@ -341,11 +332,10 @@ export function createLocalTier(
       for (const [id, lease] of leases) expire(id, lease)
       return
     }
-    for (const key of keys) forget(key)
-    if (!compoundIds) return
-    const changed = new Set(keys)
-    for (const id of denials.keys()) {
-      if (id.includes(' ') && id.split(' ').some((key) => changed.has(key))) denials.delete(id)
+    denials.dropKeys(keys)
+    for (const key of keys) {
+      const lease = leases.get(key)
+      if (lease) expire(key, lease)
     }
   }
 }

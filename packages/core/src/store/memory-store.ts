@@ -204,10 +204,15 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     holds.set(key, until)
   }
 
-  /** A result on a held key: denied, with the wait until the hold ends (or until the cost fits, if later). */
-  const held = (result: WindowResult, until: number, now: number): WindowResult => ({
+  /**
+   * A result on a held key: denied, with the wait until the hold ends (or until the cost fits, if later). A call
+   * that decides (a consume, a lease) has nothing left while the hold denies every call; a peek reports the
+   * window's own room, which tools read.
+   */
+  const held = (result: WindowResult, until: number, now: number, decides: boolean): WindowResult => ({
     ...result,
     allowed: false,
+    remaining: decides ? 0 : result.remaining,
     retryAfterMs: Math.max(result.retryAfterMs, Math.ceil(until - now)),
   })
 
@@ -216,7 +221,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const block = request.blockMs ?? 0
     if (block <= 0) return result
     holdKey(request.key, now + block, now)
-    return { ...result, retryAfterMs: Math.max(result.retryAfterMs, block) }
+    return { ...result, remaining: 0, retryAfterMs: Math.max(result.retryAfterMs, block) }
   }
 
   /** A slice of sweeping per call; a store near its cap sweeps without waiting for the interval. */
@@ -267,7 +272,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     const recorded = record && room && until === 0
     const at = recorded ? log.add(now, request.cost) : 0
     let result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
-    if (until) result = held(result, until, now)
+    if (until) result = held(result, until, now, record)
     else if (record && !room) result = blocked(request, result, now)
     // A fresh object from log.result: the stamp is set on it rather than copied into another.
     else if (recorded) (result as { recorded?: number }).recorded = at
@@ -325,7 +330,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
         only.cost,
         record && !until,
       )
-      if (until) result = held(result, until, now)
+      if (until) result = held(result, until, now, record)
       else if (record && !result.allowed) result = blocked(only, result, now)
       else if (record) result = { ...result, recorded: now }
       if (!result.allowed || !record) {
@@ -359,7 +364,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       const log = entry.log as SlidingLog
       const at = recorded ? log.add(now, request.cost) : undefined
       const result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
-      if (until) return held(result, until, now)
+      if (until) return held(result, until, now, record)
       if (record && !room) return blocked(request, result, now)
       return at === undefined ? result : { ...result, recorded: at }
     })
@@ -475,7 +480,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       }
     }
     const result = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
-    const denied = until ? held(result, until, now) : result
+    const denied = until ? held(result, until, now, true) : result
     if (used === 0 && log.isEmpty(now, request.windowMs)) drop(request.key, entry)
     return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0, recorded: 0 } }
   }
