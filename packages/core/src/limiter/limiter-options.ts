@@ -1,7 +1,7 @@
 import { OptionError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { memoryStore } from '../store/memory-store.js'
-import { isStore, type Store } from '../store/store.js'
+import { contractGap, contractVersions, isStore, STORE_CONTRACT_VERSION, type Store } from '../store/store.js'
 import type { Logger, RateLimiterOptions } from './limiter.js'
 import { resolveLocal } from './local-tier.js'
 import {
@@ -101,7 +101,25 @@ function resolvePolicies(options: RateLimiterOptions): [Policy, ...Policy[]] {
 
 function resolveStore(store: unknown): Store {
   if (store === undefined) return memoryStore()
-  if (isStore(store)) return store
+  if (isStore(store)) {
+    const gap = contractGap(store)
+    if (gap === undefined) return store
+    throw new OptionError(
+      'store',
+      store,
+      `a store that keeps the store contract v${STORE_CONTRACT_VERSION} of @fleetlimit/core/store: ${gap}`,
+    )
+  }
+  const other = typeof store === 'object' && store !== null ? contractVersions(store)[0] : undefined
+  if (other !== undefined) {
+    throw new OptionError(
+      'store',
+      store,
+      `a store of contract v${STORE_CONTRACT_VERSION}: this store implements contract v${other}; this ` +
+        `@fleetlimit/core speaks v${STORE_CONTRACT_VERSION}: install matching versions of @fleetlimit/core and of ` +
+        'the package that made the store',
+    )
+  }
   const looksLikeClient = typeof (store as { evalsha?: unknown } | null)?.evalsha === 'function'
   throw new OptionError(
     'store',
