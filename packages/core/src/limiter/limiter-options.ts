@@ -15,6 +15,7 @@ import {
   type PolicyOptions,
   resolvePolicy,
 } from './policy.js'
+import { checkPolicyNames } from './policy-registry.js'
 
 const LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   ...POLICY_OPTIONS,
@@ -52,6 +53,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
   for (const policy of policies) warnBareDurations(policy, logger)
+  checkPolicyNames(store, policies, logger)
   // Costs count in rate windows; an in-flight window takes one slot, whatever the cost.
   const rates = policies.filter((p) => p.concurrency === undefined)
   const defaultCost = rates.length === 0 ? 1 : Math.max(...rates.map((p) => p.cost))
