@@ -54,9 +54,8 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
   for (const policy of policies) warnBareDurations(policy, logger)
   checkPolicyNames(store, policies, logger)
-  // Costs count in rate windows; an in-flight window takes one slot, whatever the cost.
   const rates = policies.filter((p) => p.concurrency === undefined)
-  const defaultCost = rates.length === 0 ? 1 : Math.max(...rates.map((p) => p.cost))
+  const defaultCost = defaultCostOf(policies)
   const maxCost = rates.length === 0 ? MAX_LIMIT : Math.min(...rates.map((p) => p.limit))
   const local = resolveLocal(options.local, first.limit, first.window)
   const check = (cost: unknown) => checkCost(cost, 'cost', maxCost)
@@ -74,6 +73,15 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
     maxCost,
     checkCost: check,
   })
+}
+
+/**
+ * The cost of a call that names none, in each rate window: the largest of the policies' own. Costs count in rate
+ * windows; an in-flight window takes one slot, whatever the cost.
+ */
+export function defaultCostOf(policies: readonly Policy[]): number {
+  const rates = policies.filter((p) => p.concurrency === undefined)
+  return rates.length === 0 ? 1 : Math.max(...rates.map((p) => p.cost))
 }
 
 function resolvePolicies(options: RateLimiterOptions): [Policy, ...Policy[]] {
