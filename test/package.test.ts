@@ -142,6 +142,9 @@ const app = Fastify()
 export const ready = app.register(fastifyRateLimit, { store, limit: 100, window: '1m' }).then(() =>
   app.get('/search', { config: { rateLimit: search } }, async () => 'ok'),
 )
+// The route config's types travel in the built declarations: a misspelled route policy fails to compile.
+// @ts-expect-error: \`limt\` is not \`limit\`
+app.get('/typo', { config: { rateLimit: { limt: 5, window: '1m' } } }, async () => 'ok')
 `
 
 /** A consumer's folder: the unpacked packages in node_modules/@fleetlimit, and each peer linked from the workspace. */

@@ -18,6 +18,7 @@ module.exports = {
     'test/core/limiter/keys.test.ts',
     'test/core/limiter/limiter.test.ts',
     'test/core/limiter/policy.test.ts',
+    'test/core/limiter/policy-registry.test.ts',
     'test/core/limiter/store-caller.test.ts',
     'test/core/lua/lean-lua.test.ts',
     'test/core/lua/lua-constants.test.ts',

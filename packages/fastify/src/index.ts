@@ -1,1 +1,7 @@
-export { type FastifyRateLimitOptions, type RateLimitHook, type RouteRateLimit, rateLimit } from './rate-limit.js'
+export {
+  type FastifyRateLimitOptions,
+  type RateLimitHook,
+  type RoutePolicyOptions,
+  type RouteRateLimit,
+  rateLimit,
+} from './rate-limit.js'

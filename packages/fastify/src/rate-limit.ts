@@ -1,4 +1,4 @@
-import { type Decision, OptionError, type Policy, type PolicyOptions } from '@fleetlimit/core'
+import { type Decision, type Duration, OptionError, type Policy, type PolicyOptions } from '@fleetlimit/core'
 import {
   checkHttpOptions,
   createHttpLimiter,
@@ -13,8 +13,18 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import fp from 'fastify-plugin'
 import { hasLimitSource, withoutLimitSource } from './limit-source.js'
 
+/**
+ * A route's own policy written inline: a rate (its limit and window required) or an in-flight limit (its
+ * concurrency). Fastify infers a route's config type from the literal, which would take any object with a known
+ * option, or a string; required options make a misspelled or missing one fail to compile. A misspelled optional
+ * one is refused when the route is declared (or at compile time, in definePolicy).
+ */
+export type RoutePolicyOptions =
+  | (PolicyOptions & { limit: number; window: Duration })
+  | (PolicyOptions & { concurrency: number })
+
 /** A route's `config.rateLimit`: its own policy (or policies) instead of the plugin's, or false for none. */
-export type RouteRateLimit = Policy | PolicyOptions | readonly (Policy | PolicyOptions)[] | false
+export type RouteRateLimit = Policy | RoutePolicyOptions | readonly (Policy | RoutePolicyOptions)[] | false
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -108,10 +118,10 @@ async function setUp(fastify: FastifyInstance, { hook = 'onRequest', ...options 
   const perRoute = new Map<RouteRateLimit, HttpLimiter<FastifyRequest, FastifyReply>>()
   let trustsAll: boolean | undefined
 
-  function routeLimiter(config: Policy | PolicyOptions | readonly (Policy | PolicyOptions)[]) {
+  function routeLimiter(config: Exclude<RouteRateLimit, false>) {
     let http = perRoute.get(config)
     if (!http) {
-      const policy = Array.isArray(config) ? { policies: config } : { policy: config as Policy | PolicyOptions }
+      const policy = Array.isArray(config) ? { policies: config } : { policy: config as Policy | RoutePolicyOptions }
       http = createHttpLimiter<FastifyRequest, FastifyReply>({ ...shared, ...policy }, FASTIFY, warned)
       perRoute.set(config, http)
     }

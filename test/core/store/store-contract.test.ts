@@ -7,7 +7,9 @@ import {
   type WindowRequest,
   type WindowResult,
 } from '@fleetlimit/core/store'
+import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { expect } from 'chai'
+import { optionErrorOf } from '../../support/option-error.js'
 
 /**
  * A store written against @fleetlimit/core/store alone, as a user would: a fixed window per key, in a Map. Only
@@ -68,5 +70,51 @@ describe('the Store contract (@fleetlimit/core/store)', () => {
     // A store not made in this process's core is called under the guard: each consume is given a finite deadline.
     expect(deadlines).to.have.length(5)
     expect(deadlines.every((at) => typeof at === 'number' && Number.isFinite(at))).to.equal(true)
+  })
+})
+
+describe('a store that does not keep the contract is refused at construction', () => {
+  const complete = () => fixedWindowStore(() => 0).store
+
+  it('a store with the brand but not its methods names the first one missing', () => {
+    const store = { [STORE]: true, consume() {} }
+    const error = optionErrorOf(() => createRateLimiter({ store: store as never, limit: 5, window: '1m' }))
+    expect(error.option).to.equal('store')
+    expect(error.message).to.equal(
+      'fleetlimit: invalid option `store`: got an object; expected a store that keeps the store contract v1 of ' +
+        '@fleetlimit/core/store: it has no `peek` method (a store has consume, peek, reset and hold; lease, ' +
+        'release, refund, free, extend, settle, onSlotFree, isConnected, readySince, lastError and onKeyChange ' +
+        'are optional, and functions when given).',
+    )
+  })
+
+  it("an optional method that is not a function is named, and so is each adapter's store", () => {
+    const store = { ...complete(), refund: true }
+    const error = optionErrorOf(() => createRateLimiter({ store: store as never, limit: 5, window: '1m' }))
+    expect(error.message).to.include('it has `refund`, which is not a function (got true)')
+    const fromAdapter = optionErrorOf(() =>
+      expressRateLimit({ store: { [STORE]: true, consume() {}, peek() {} } as never, limit: 5, window: '1m' }),
+    )
+    expect(fromAdapter.message).to.include('it has no `reset` method')
+  })
+
+  for (const version of [2, 0]) {
+    it(`a store of contract v${version} is refused, saying which versions to match`, () => {
+      const { [STORE]: _, ...methods } = complete()
+      const store = { ...methods, [Symbol.for(`fleetlimit.store.v${version}`)]: true }
+      const error = optionErrorOf(() => createRateLimiter({ store: store as never, limit: 5, window: '1m' }))
+      expect(error.option).to.equal('store')
+      expect(error.message).to.equal(
+        `fleetlimit: invalid option \`store\`: got an object; expected a store of contract v1: this store ` +
+          `implements contract v${version}; this @fleetlimit/core speaks v1: install matching versions of ` +
+          '@fleetlimit/core and of the package that made the store.',
+      )
+    })
+  }
+
+  it('a store of two versions is taken by the one this core speaks', async () => {
+    const store = { ...complete(), [Symbol.for('fleetlimit.store.v2')]: true }
+    const limiter = createRateLimiter({ store, limit: 5, window: '1m', local: false })
+    expect((await limiter.consume('t')).remaining).to.equal(4)
   })
 })

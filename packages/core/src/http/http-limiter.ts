@@ -24,26 +24,12 @@ import {
 } from './http-options.js'
 import { answeredDenial, deniedInFlightOnly } from './in-flight.js'
 import { addressTenant, ipTenant } from './ip.js'
+import { createRequestCounts } from './request-counts.js'
 import { createSettler, type Settler } from './settle.js'
 
 export interface HttpLimiter<Req extends object, Res = unknown> extends Settler<Req, Res> {
   readonly limiter: RateLimiter
   handle(req: Req, info: RequestInfo): Promise<HttpOutcome>
-}
-
-/**
- * The requests each limiter has counted, so that every middleware built on one limiter counts a request once: weak
- * both ways, so neither a limiter nor a request is kept for it.
- */
-const countedByLimiter = new WeakMap<RateLimiter, WeakSet<object>>()
-
-function countedBy(limiter: RateLimiter): WeakSet<object> {
-  let counted = countedByLimiter.get(limiter)
-  if (!counted) {
-    counted = new WeakSet()
-    countedByLimiter.set(limiter, counted)
-  }
-  return counted
 }
 
 const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}), decision: undefined })
@@ -71,7 +57,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   const { limiter, tenantOf, routeOf, skip, onLimited, onError, costOf, limitOf, unlimited, message } = resolved
   const { statusCode, concurrencyStatusCode, ipv6Subnet, maxCost, headerOptions } = resolved
   const { concurrencyOf, ownInFlight, rateName, inFlight } = resolved
-  const counted = countedBy(limiter)
+  const counts = createRequestCounts(limiter)
   const warnOnce = createWarnOnce(resolved.logger, warned)
   const addressWarnings = createAddressWarnings(framework, warnOnce)
   const defaultDenial = createDefaultDenial(statusCode)
@@ -106,11 +92,23 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     typeof message !== 'function'
   const routes = createRouteNames()
 
-  function decideDirect(info: RequestInfo): Promise<HttpOutcome> {
+  function decideDirect(req: Req, info: RequestInfo): Promise<HttpOutcome> {
     const key = { tenant: ipTenantOf(info), route: routes.of(info) }
-    return limiter.consume(key).then(plainAnswer, storeFailure)
+    const earlier = counts.earlier(req, key, undefined)
+    if (earlier) return earlier.then((decision) => reused(decision, req))
+    const call = limiter.consume(key)
+    counts.counted(req, key, undefined, call)
+    return call.then(plainAnswer, storeFailure)
   }
   const plainAnswer = (decision: Decision) => answer(decision)
+
+  /**
+   * A request whose every key an earlier middleware counted: through on its decision, with no headers of its own
+   * (the earlier ones are on the response) and nothing to settle (the earlier middleware releases and refunds).
+   */
+  function reused(decision: Decision, req: Req): HttpOutcome | Promise<HttpOutcome> {
+    return decision.allowed ? NEXT : answer(decision, req)
+  }
 
   /** The answer to a store error that the policy fails closed on: a 503 the client can retry. */
   function storeFailure(error: unknown): HttpOutcome {
@@ -192,12 +190,15 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     const limits = callLimit(limit, concurrency)
 
     const key = { tenant, ...(route !== undefined && { route }) }
+    const earlier = counts.earlier(req, key, cost)
+    if (earlier) return earlier.then((decision) => reused(decision, req))
     const call = limiter.consume(
       key,
       cost === undefined && limits === undefined
         ? undefined
         : { ...(cost !== undefined && { cost }), ...(limits !== undefined && { limit: limits }) },
     )
+    counts.counted(req, key, cost, call)
     return call.then((decision) => answer(decision, req), storeFailure)
   }
 
@@ -245,12 +246,11 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     limiter,
     handle(req, info) {
       // A request that passes this middleware twice (nested routers, a re-dispatch), or another built on the same
-      // limiter, counts once.
-      if (counted.has(req)) return NEXT_NOW
-      counted.add(req)
+      // limiter, counts once; one built on another limiter counts it once per store key (see RequestCounts).
+      if (!counts.enter(req)) return NEXT_NOW
       let outcome: Promise<HttpOutcome>
       try {
-        outcome = direct ? decideDirect(info) : decide(req, info)
+        outcome = direct ? decideDirect(req, info) : decide(req, info)
       } catch (error) {
         outcome = Promise.reject(error)
       }

@@ -70,7 +70,8 @@ export interface HttpRateLimitOptions<Req, Res = unknown>
   store?: Store
   /**
    * A limiter built with createRateLimiter, used as it is. Every middleware built on one limiter counts a request
-   * once: the first to see it decides (its route, cost and headers), the others let it through.
+   * once: the first to see it decides (its route, cost and headers), the others let it through. Middlewares on one
+   * store count a request once per store key: a later one whose keys were all counted takes that decision.
    */
   limiter?: RateLimiter
   /** A policy object (definePolicy), instead of inline policy options. */

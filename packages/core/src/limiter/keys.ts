@@ -56,6 +56,15 @@ export function buildKey(policyName: string, input: KeyInput): string {
 }
 
 /**
+ * The store key of one policy's window (`keyName`: its policyKeyName) for a key input: a policy counted per tenant
+ * (`scope: 'tenant'`) leaves the route out.
+ */
+export function windowKey(keyName: string, scope: 'route' | 'tenant', input: KeyInput): string {
+  const tenantOnly = scope === 'tenant' && typeof input === 'object' && input !== null
+  return buildKey(keyName, tenantOnly ? { tenant: input.tenant } : input)
+}
+
+/**
  * The value encodeKeyPart encoded, or undefined for a hashed part (`%h…`: too long to keep) or text it cannot
  * have made. For tools that list keys; a decision never decodes.
  */

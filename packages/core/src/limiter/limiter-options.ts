@@ -1,7 +1,7 @@
 import { OptionError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { memoryStore } from '../store/memory-store.js'
-import { isStore, type Store } from '../store/store.js'
+import { contractGap, contractVersions, isStore, STORE_CONTRACT_VERSION, type Store } from '../store/store.js'
 import type { Logger, RateLimiterOptions } from './limiter.js'
 import { resolveLocal } from './local-tier.js'
 import {
@@ -15,6 +15,7 @@ import {
   type PolicyOptions,
   resolvePolicy,
 } from './policy.js'
+import { checkPolicyNames } from './policy-registry.js'
 
 const LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   ...POLICY_OPTIONS,
@@ -52,9 +53,9 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
   if (typeof logger?.warn !== 'function')
     throw new OptionError('logger', logger, 'an object with a warn(message) method')
   for (const policy of policies) warnBareDurations(policy, logger)
-  // Costs count in rate windows; an in-flight window takes one slot, whatever the cost.
+  checkPolicyNames(store, policies, logger)
   const rates = policies.filter((p) => p.concurrency === undefined)
-  const defaultCost = rates.length === 0 ? 1 : Math.max(...rates.map((p) => p.cost))
+  const defaultCost = defaultCostOf(policies)
   const maxCost = rates.length === 0 ? MAX_LIMIT : Math.min(...rates.map((p) => p.limit))
   const local = resolveLocal(options.local, first.limit, first.window)
   const check = (cost: unknown) => checkCost(cost, 'cost', maxCost)
@@ -72,6 +73,15 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
     maxCost,
     checkCost: check,
   })
+}
+
+/**
+ * The cost of a call that names none, in each rate window: the largest of the policies' own. Costs count in rate
+ * windows; an in-flight window takes one slot, whatever the cost.
+ */
+export function defaultCostOf(policies: readonly Policy[]): number {
+  const rates = policies.filter((p) => p.concurrency === undefined)
+  return rates.length === 0 ? 1 : Math.max(...rates.map((p) => p.cost))
 }
 
 function resolvePolicies(options: RateLimiterOptions): [Policy, ...Policy[]] {
@@ -101,7 +111,25 @@ function resolvePolicies(options: RateLimiterOptions): [Policy, ...Policy[]] {
 
 function resolveStore(store: unknown): Store {
   if (store === undefined) return memoryStore()
-  if (isStore(store)) return store
+  if (isStore(store)) {
+    const gap = contractGap(store)
+    if (gap === undefined) return store
+    throw new OptionError(
+      'store',
+      store,
+      `a store that keeps the store contract v${STORE_CONTRACT_VERSION} of @fleetlimit/core/store: ${gap}`,
+    )
+  }
+  const other = typeof store === 'object' && store !== null ? contractVersions(store)[0] : undefined
+  if (other !== undefined) {
+    throw new OptionError(
+      'store',
+      store,
+      `a store of contract v${STORE_CONTRACT_VERSION}: this store implements contract v${other}; this ` +
+        `@fleetlimit/core speaks v${STORE_CONTRACT_VERSION}: install matching versions of @fleetlimit/core and of ` +
+        'the package that made the store',
+    )
+  }
   const looksLikeClient = typeof (store as { evalsha?: unknown } | null)?.evalsha === 'function'
   throw new OptionError(
     'store',

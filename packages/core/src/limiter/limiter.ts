@@ -19,8 +19,9 @@ import {
 } from './after-call.js'
 import { combine, type Decision, enforce, toDecision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
-import { buildKey, type KeyInput } from './keys.js'
+import { type KeyInput, windowKey } from './keys.js'
 import { resolveLimiterOptions } from './limiter-options.js'
+import { withStore } from './limiter-stores.js'
 import { createLocalTier, type LocalOptions, noLocalCounts } from './local-tier.js'
 import { checkCost, MAX_HOLD_MS, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from './policy.js'
 import { createStoreCaller } from './store-caller.js'
@@ -352,8 +353,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   /** The windows a key input counts in: one per policy, with its store key and this call's limit. */
   const windowsOf = (input: KeyInput, limits: readonly number[] | undefined): Window[] =>
     policies.map((policy, i) => {
-      const tenantOnly = policy.scope === 'tenant' && typeof input === 'object' && input !== null
-      const key = buildKey(keyNames[i] as string, tenantOnly ? { tenant: input.tenant } : input)
+      const key = windowKey(keyNames[i] as string, policy.scope, input)
       return { policy, key, limit: limits ? (limits[i] as number) : policy.limit }
     })
   const idOf = (windows: readonly Window[]) =>
@@ -797,7 +797,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     freed: slotWaits.freed,
   })
 
-  return {
+  return withStore(store, {
     policy: first,
     policies,
     get breakerState() {
@@ -905,7 +905,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       breakerOpenings: (servers?.openings ?? 0) - openingsAtStart,
     }),
     on: events.on,
-  }
+  })
 }
 
 /** Which acquire queues wait on which slot keys, so that a slot freed on a key wakes exactly those. */

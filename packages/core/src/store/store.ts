@@ -1,7 +1,11 @@
+import { describe } from '../common/errors.js'
 import type { Deadline } from './guarded-call.js'
 
+/** The major version of the store contract this package speaks: the `v1` of its brand. */
+export const STORE_CONTRACT_VERSION = 1
+
 /** The brand (and interface version) of a fleetlimit store. */
-export const STORE = Symbol.for('fleetlimit.store.v1')
+export const STORE = Symbol.for(`fleetlimit.store.v${STORE_CONTRACT_VERSION}`)
 
 /** One sliding-window question about one key. */
 export interface WindowRequest {
@@ -206,4 +210,55 @@ export const EVERY_KEY = '*'
 
 export function isStore(value: unknown): value is Store {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[STORE] === true
+}
+
+/** Every method of the contract, required (true) or optional: a new method without its entry fails to compile. */
+const METHODS: { readonly [K in Exclude<keyof Store, typeof STORE>]-?: boolean } = {
+  consume: true,
+  peek: true,
+  reset: true,
+  hold: true,
+  lease: false,
+  release: false,
+  refund: false,
+  free: false,
+  extend: false,
+  settle: false,
+  onSlotFree: false,
+  isConnected: false,
+  readySince: false,
+  lastError: false,
+  onKeyChange: false,
+}
+const REQUIRED = Object.keys(METHODS).filter((name) => METHODS[name as keyof typeof METHODS])
+const OPTIONAL = Object.keys(METHODS).filter((name) => !METHODS[name as keyof typeof METHODS])
+const list = (names: readonly string[]) => `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`
+
+/**
+ * What a branded store lacks of the contract's methods, said for an error message; undefined when it has every
+ * required one, and each optional one it has is a function. The brand alone would let a half-made store fail on
+ * every call instead.
+ */
+export function contractGap(store: object): string | undefined {
+  const methods = store as Record<string, unknown>
+  const missing = REQUIRED.find((name) => typeof methods[name] !== 'function')
+  const odd = OPTIONAL.find((name) => methods[name] !== undefined && typeof methods[name] !== 'function')
+  if (missing === undefined && odd === undefined) return undefined
+  const gap =
+    missing !== undefined && methods[missing] === undefined
+      ? `it has no \`${missing}\` method`
+      : `it has \`${missing ?? odd}\`, which is not a function (got ${describe(methods[(missing ?? odd) as string])})`
+  return `${gap} (a store has ${list(REQUIRED)}; ${list(OPTIONAL)} are optional, and functions when given)`
+}
+
+const BRAND = /^fleetlimit\.store\.v(\d+)$/
+
+/** The store contract versions whose brand `value` carries (`Symbol.for('fleetlimit.store.v<n>')` set to true). */
+export function contractVersions(value: object): number[] {
+  const versions: number[] = []
+  for (const symbol of Object.getOwnPropertySymbols(value)) {
+    const version = BRAND.exec(Symbol.keyFor(symbol) ?? '')?.[1]
+    if (version !== undefined && (value as Record<symbol, unknown>)[symbol] === true) versions.push(Number(version))
+  }
+  return versions
 }
