@@ -39,8 +39,39 @@ describe('cli/args: parseCommand', () => {
       target: { seeds: ['a:1', 'b:2'] },
     })
     expect(parseCommand(['keys'], {})).to.deep.include({ target: { url: 'redis://127.0.0.1:6379' } })
-    expect(parseCommand([], {})).to.equal('help')
     expect(parseCommand(['peek', '--help'], {})).to.equal('help')
+    expect(parseCommand(['--help'], {})).to.equal('help')
+  })
+
+  it('no command is a usage mistake (help on stderr, exit 2), not a request for help', () => {
+    expect(parseCommand([], {})).to.equal('usage')
+    expect(parseCommand(['--json'], {})).to.equal('usage')
+  })
+
+  it('refuses an option given twice, which would silently keep the last; --cluster repeats', () => {
+    expect(usageError(['peek', 'acme', '--route', '*', '--route', 'GET /search'])).to.deep.equal({
+      message: '--route given twice ("*", then "GET /search"): give it once (fleetlimit --help)',
+      exitCode: 2,
+    })
+    expect(usageError(['keys', '--prefix=a', '--prefix', 'b', '--prefix', 'c']).message).to.equal(
+      '--prefix given 3 times ("a", then "b", then "c"): give it once (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '--json', '--json']).message).to.equal(
+      '--json given twice: give it once (fleetlimit --help)',
+    )
+    expect(parseCommand(['keys', '--cluster', 'a:1', '--cluster', 'b:2'], {})).to.deep.include({
+      target: { seeds: ['a:1', 'b:2'] },
+    })
+  })
+
+  it('suggests the command meant, as it does an option', () => {
+    expect(usageError(['unpause', 'acme']).message).to.equal(
+      'unknown command "unpause": did you mean resume? (fleetlimit --help)',
+    )
+    expect(usageError(['peak', 'acme']).message).to.equal(
+      'unknown command "peak": did you mean peek? (fleetlimit --help)',
+    )
+    expect(usageError(['key']).message).to.equal('unknown command "key": did you mean keys? (fleetlimit --help)')
   })
 
   it('refuses what it cannot run, with exit code 2', () => {

@@ -5,6 +5,7 @@ import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/cor
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
+import { USAGE } from '../../../packages/core/src/cli/args.js'
 import { childMessages } from '../../support/child-messages.js'
 import { runCli } from '../../support/cli.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
@@ -208,6 +209,12 @@ describe('the fleetlimit command line, on a real Redis', function () {
   })
 
   describe('one line on stderr and a non-zero exit for what an operator gets wrong', () => {
+    it('no command: the help on stderr and exit 2; --help: the help on stdout and exit 0', async () => {
+      expect(await runCli([])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
+      expect(await runCli(['--redis', redisUrl()])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
+      expect(await runCli(['--help'])).to.deep.equal({ code: 0, stdout: `${USAGE}\n`, stderr: '' })
+    })
+
     it('an unknown policy (a name or window no live key has), listing the live ones', async () => {
       const run = await runCli(['peek', 'acme', '--policy', 'api', '--window', '1h', ...target])
       expect(run).to.deep.equal({

@@ -84,20 +84,23 @@ const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const
+type OptionName = keyof typeof OPTIONS
 
-/** The command argv names, or 'help'; a usage error as a CliError with exit code 2. */
-export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Command | 'help' {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; args: string[] }>>
-  try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
-  } catch (error) {
-    throw usage(parseFailure(error as Error & { code?: string }, argv))
-  }
-  const { values, positionals } = parsed
-  if (values.help || positionals.length === 0) return 'help'
+/**
+ * The command argv names; 'help' for --help, 'usage' for no command at all (a mistake: the help goes to stderr);
+ * a usage error as a CliError with exit code 2.
+ */
+export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Command | 'help' | 'usage' {
+  const { values, positionals, tokens } = parse(argv)
+  if (values.help) return 'help'
+  checkOnce(tokens)
+  if (positionals.length === 0) return 'usage'
   const [name, ...rest] = positionals
   if (!COMMANDS.includes(name as CommandName)) {
-    throw usage(`unknown command ${JSON.stringify(name)}: one of ${COMMANDS.join(', ')}`)
+    const near = nearest(name as string, COMMANDS, COMMAND_SYNONYMS)
+    throw usage(
+      `unknown command ${JSON.stringify(name)}: ${near === undefined ? `one of ${COMMANDS.join(', ')}` : `did you mean ${near}?`}`,
+    )
   }
   const command = name as CommandName
   const takesTenant = command !== 'keys'
@@ -133,6 +136,14 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
   }
 }
 
+function parse(argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true, tokens: true })
+  } catch (error) {
+    throw usage(parseFailure(error as Error & { code?: string }, argv))
+  }
+}
+
 /** node:util's parse errors in the operator's terms: the flag as typed, and the nearest real one. */
 function parseFailure(error: Error & { code?: string }, argv: readonly string[]): string {
   if (error.code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return error.message
@@ -140,8 +151,42 @@ function parseFailure(error: Error & { code?: string }, argv: readonly string[])
   const flag = typed?.split('=')[0] ?? error.message
   const name = flag.replace(/^-+/, '')
   if (name === 'tenant') return 'unknown option --tenant: the tenant comes after the command, fleetlimit peek <tenant>'
-  const near = Object.keys(OPTIONS).find((option) => editDistance(name, option) <= (name.length < 4 ? 1 : 2))
+  const near = nearest(name, Object.keys(OPTIONS))
   return `unknown option ${flag}${near === undefined ? '' : `: did you mean --${near}?`}`
+}
+
+/** What an operator means by a command that does not exist, where the nearest spelling is not it. */
+const COMMAND_SYNONYMS: Readonly<Record<string, CommandName>> = {
+  unpause: 'resume',
+  unblock: 'resume',
+  list: 'keys',
+  ls: 'keys',
+}
+
+/**
+ * The name the operator most likely meant: a synonym's command, else the first name within a typo's reach (one
+ * edit for a short word, two for a longer one); undefined when none is near.
+ */
+function nearest(typed: string, names: readonly string[], synonyms: Readonly<Record<string, string>> = {}) {
+  if (Object.hasOwn(synonyms, typed)) return synonyms[typed]
+  return names.find((name) => editDistance(typed, name) <= (typed.length < 4 ? 1 : 2))
+}
+
+/** Refuses an option given more than once (the last would silently win), unless it is one that repeats. */
+function checkOnce(tokens: readonly { kind: string; name?: string; value?: string | undefined }[]): void {
+  const given = new Map<string, (string | undefined)[]>()
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.name === undefined || 'multiple' in OPTIONS[token.name as OptionName]) continue
+    given.set(token.name, [...(given.get(token.name) ?? []), token.value])
+  }
+  for (const [name, values] of given) {
+    if (values.length < 2) continue
+    const times = values.length === 2 ? 'twice' : `${values.length} times`
+    const shown = values.every((value) => value === undefined)
+      ? ''
+      : ` (${values.map((value) => JSON.stringify(value)).join(', then ')})`
+    throw usage(`--${name} given ${times}${shown}: give it once`)
+  }
 }
 
 /** Levenshtein distance, for short flag names. */

@@ -15,6 +15,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, out:
       out.write(`${USAGE}\n`)
       return 0
     }
+    if (command === 'usage') {
+      err.write(`${USAGE}\n`)
+      return 2
+    }
     const connected = await connect(command.target)
     try {
       const output = await runCommand(command, connected).catch((error: unknown) => {
