@@ -1,5 +1,7 @@
 import { fork } from 'node:child_process'
 import { once } from 'node:events'
+import { createServer as createHttpServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
@@ -213,6 +215,24 @@ describe('the fleetlimit command line, on a real Redis', function () {
       expect(await runCli([])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
       expect(await runCli(['--redis', redisUrl()])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
       expect(await runCli(['--help'])).to.deep.equal({ code: 0, stdout: `${USAGE}\n`, stderr: '' })
+    })
+
+    it('a port that is no Redis (an HTTP server): says so, not a protocol error to report', async () => {
+      const http = createHttpServer((_, res) => res.end('ok'))
+      http.listen(0, '127.0.0.1')
+      await once(http, 'listening')
+      const { port } = http.address() as AddressInfo
+      try {
+        expect(await runCli(['keys', '--redis', `redis://127.0.0.1:${port}`])).to.deep.equal({
+          code: 1,
+          stdout: '',
+          stderr:
+            `fleetlimit: the server at redis://127.0.0.1:${port} is not a Redis server: its answer starts with "H", ` +
+            'as an HTTP server’s does (check the host and port)\n',
+        })
+      } finally {
+        http.close()
+      }
     })
 
     it('an unknown policy (a name or window no live key has), listing the live ones', async () => {
