@@ -4,9 +4,9 @@ import { createServer as createHttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
-import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import { USAGE } from '../../../packages/core/src/cli/args.js'
 import { childMessages } from '../../support/child-messages.js'
 import { runCli } from '../../support/cli.js'
@@ -324,6 +324,82 @@ describe('the fleetlimit command line, on a real Redis', function () {
       } finally {
         await server.stop()
       }
+    })
+  })
+})
+
+describe('the fleetlimit command line on a read-only replica', function () {
+  this.timeout(60_000)
+  let primary: RedisServer
+  let replica: RedisServer
+  let client: Redis
+
+  before(async () => {
+    primary = await startRedisServer(['--repl-diskless-sync-delay', '0'])
+    replica = await startRedisServer(['--replicaof', '127.0.0.1', String(primary.port)])
+    client = new Redis(primary.url)
+  })
+  after(async () => {
+    client.disconnect()
+    await Promise.all([replica?.stop(), primary?.stop()])
+  })
+
+  it('keys and peek read the replica: no script that may write runs there', async () => {
+    const prefix = 'replica'
+    const store = redisStore(client, { prefix })
+    const api = createRateLimiter({ store, name: 'api', limit: 5, window: '1m', logger: quiet })
+    const bulk = createRateLimiter({
+      store,
+      ...{ name: 'bulk', limit: 50, window: '1h', algorithm: 'bucketed', buckets: 12 },
+      logger: quiet,
+    })
+    for (let i = 0; i < 3; i++) await api.consume({ tenant: 'acme', route: '*' })
+    for (let i = 0; i < 7; i++) await bulk.consume('acme')
+    // Returns once the replica has acknowledged every write before it (0: no timeout), whenever its sync ends.
+    expect(await client.call('WAIT', '1', '0')).to.equal(1)
+    const target = ['--redis', replica.url, '--prefix', prefix]
+
+    const listed = await runCli(['keys', '--json', ...target])
+    expect(listed.stderr).to.equal('')
+    const { keys } = JSON.parse(listed.stdout) as { keys: { key: string; used: number; pausedMs: number }[] }
+    expect(keys.map(({ key, used, pausedMs }) => ({ key, used, pausedMs }))).to.deep.equal([
+      { key: 'replica:api~sl3-60000:{acme}:*', used: 3, pausedMs: 0 },
+      { key: 'replica:bulk~bw1-3600000-12:{acme}', used: 7, pausedMs: 0 },
+    ])
+
+    const peek = await runCli([
+      'peek',
+      'acme',
+      '--route',
+      '*',
+      '--policy',
+      'api',
+      '--window',
+      '1m',
+      '--limit',
+      '5',
+      ...target,
+    ])
+    expect(peek.stderr).to.equal('')
+    const lines = peek.stdout.trimEnd().split('\n')
+    expect(lines.slice(0, 3)).to.deep.equal([
+      'key        replica:api~sl3-60000:{acme}:*',
+      'policy     api, window 1m, limit 5',
+      'used       3 of 5 (2 remaining)',
+    ])
+    expect(lines.slice(4)).to.deep.equal(['paused     no', 'next call  admitted'])
+    const bucketed = ['--policy', 'bulk', '--window', '1h', '--algorithm', 'bucketed', '--buckets', '12']
+    const peekBulk = await runCli(['peek', 'acme', ...bucketed, '--limit', '50', '--json', ...target])
+    expect(peekBulk.stderr).to.equal('')
+    expect(JSON.parse(peekBulk.stdout)).to.deep.include({ used: 7, remaining: 43, allowed: true, pausedMs: 0 })
+
+    // A write is refused there, saying where to send it.
+    expect(
+      await runCli(['reset', 'acme', '--route', '*', '--policy', 'api', '--window', '1m', ...target]),
+    ).to.deep.equal({
+      code: 1,
+      stdout: '',
+      stderr: `fleetlimit: Redis at ${replica.url} is a read-only replica: reset writes, give --redis the primary\n`,
     })
   })
 })

@@ -1,12 +1,13 @@
 import { isFleetlimitError } from '../common/errors.js'
 import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
-import { createRateLimiter, type RateLimiter } from '../limiter/limiter.js'
+import { createRateLimiter } from '../limiter/limiter.js'
 import { definePolicy, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
-import type { Store } from '../store/store.js'
+import type { WindowRequest } from '../store/store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
 import type { Connected } from './connect.js'
+import { createReadWindow, type ReadWindow } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
 
@@ -22,24 +23,20 @@ const TIMEOUT_MS = 5_000
 
 export async function runCommand(command: Command, connected: Connected): Promise<Output> {
   const store = asCliError(() => redisStore(connected.client, { prefix: command.prefix }))
-  if (command.name === 'keys') return listKeys(command, connected, store)
+  // Reads never write (a read-only replica answers them); only reset, pause and resume write, through a limiter.
+  const read = createReadWindow(connected.client, command.prefix)
+  if (command.name === 'keys') return listKeys(command, connected, read)
   const policy = policyOf(command)
   if (!command.force) await checkKnown(policy, command.prefix, connected)
-  // The policy's limit is the user's, or none: a usage is read under the largest limit, so that it is never capped.
-  const limiter = createRateLimiter({
-    store,
-    ...policy,
-    limit: MAX_LIMIT,
-    timeoutMs: TIMEOUT_MS,
-    local: false,
-    logger: SILENT,
-  })
+  const writer = () => createRateLimiter({ store, ...policy, timeoutMs: TIMEOUT_MS, local: false, logger: SILENT })
   const input: KeyInput =
     command.route === undefined
       ? (command.tenant as string)
       : { tenant: command.tenant as string, route: command.route }
-  const redisKey = `${command.prefix}:${buildKey(policyKeyName(policy), input)}`
-  const usage = await usageOf(limiter, input)
+  const key = buildKey(policyKeyName(policy), input)
+  const redisKey = `${command.prefix}:${key}`
+  const window = windowOf(key, policy)
+  const usage = await usageOf(read, window)
   const limit = command.policy.limit
   const subject = {
     key: redisKey,
@@ -49,7 +46,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
   }
   switch (command.name) {
     case 'peek': {
-      const next = limit === undefined ? undefined : await limiter.peek(input, { limit })
+      const next = limit === undefined ? undefined : await read({ ...window, limit })
       const lines = [
         ['key', redisKey],
         ['policy', describePolicy(policy, limit)],
@@ -74,7 +71,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
       }
     }
     case 'reset': {
-      await limiter.reset(input)
+      await writer().reset(input)
       // Nothing forgotten most often means the wrong route: the customer is still blocked under another key.
       const others = isEmpty(usage) ? await otherKeys(policy, command, connected, redisKey) : []
       const hint =
@@ -91,8 +88,8 @@ export async function runCommand(command: Command, connected: Connected): Promis
     }
     case 'pause': {
       const ms = command.forMs as number
-      await limiter.pause(input, ms)
-      const after = await usageOf(limiter, input)
+      await writer().pause(input, ms)
+      const after = await usageOf(read, window)
       return {
         text: `paused ${redisKey}: every call denied for ${seconds(after.pausedMs)}, in every process`,
         json: { command: 'pause', ...subject, pausedMs: after.pausedMs },
@@ -106,7 +103,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
         }
       }
       // The scripts can extend a hold, never shorten one: ending it forgets the key, its units with it.
-      await limiter.reset(input)
+      await writer().reset(input)
       return {
         text: `resumed ${redisKey}: the pause (${seconds(usage.pausedMs)} left) ended, and ${units(usage.used)} forgotten`,
         json: { command: 'resume', ...subject, resumed: true, pausedMs: usage.pausedMs, forgottenUnits: usage.used },
@@ -130,14 +127,23 @@ const isEmpty = (usage: Usage) => usage.used === 0 && usage.resetMs === 0 && usa
 const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
 
 /** A key's usage, read under the largest limit: only a pause or a block then denies one unit. */
-async function usageOf(limiter: RateLimiter, input: KeyInput): Promise<Usage> {
-  const decision = await limiter.peek(input, { limit: MAX_LIMIT })
+async function usageOf(read: ReadWindow, window: WindowRequest): Promise<Usage> {
+  const result = await read({ ...window, limit: MAX_LIMIT })
   return {
-    used: MAX_LIMIT - decision.remaining,
-    resetMs: decision.resetMs,
-    pausedMs: decision.allowed ? 0 : decision.retryAfterMs,
+    used: MAX_LIMIT - result.remaining,
+    resetMs: result.resetMs,
+    pausedMs: result.allowed ? 0 : result.retryAfterMs,
   }
 }
+
+/** The peek of one unit of a policy's key (its limit given at each read). */
+const windowOf = (key: string, policy: PolicyFields): WindowRequest => ({
+  key,
+  limit: MAX_LIMIT,
+  windowMs: policy.window,
+  cost: 1,
+  ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+})
 
 function policyOf(command: Command): Policy {
   const { name, window, limit, algorithm, buckets } = command.policy
@@ -202,7 +208,7 @@ const routeFlag = (stored: StoredKey) =>
       ? `a hashed route (${stored.key.slice(stored.key.lastIndexOf(':') + 1)})`
       : `--route '${stored.route.replaceAll("'", "'\\''")}'`
 
-async function listKeys(command: Command, connected: Connected, store: Store): Promise<Output> {
+async function listKeys(command: Command, connected: Connected, read: ReadWindow): Promise<Output> {
   const { prefix, max } = command
   const { name, window } = command.policy
   let pattern = `${globLiteral(prefix)}:*`
@@ -226,7 +232,7 @@ async function listKeys(command: Command, connected: Connected, store: Store): P
   const rows = []
   const keys = [...found.values()].sort(byKey)
   for (let i = 0; i < keys.length; i += 100) {
-    rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => keyUsage(store, stored)))))
+    rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => keyUsage(read, stored)))))
   }
   const header = ['USED', 'EMPTIES IN', 'PAUSED', 'KEY']
   const lines = rows.map((row) => [
@@ -242,26 +248,14 @@ async function listKeys(command: Command, connected: Connected, store: Store): P
   }
 }
 
-async function keyUsage(store: Store, stored: StoredKey) {
+async function keyUsage(read: ReadWindow, stored: StoredKey) {
   const { policy } = stored
-  const [result] = await store.peek([
-    {
-      key: stored.key,
-      limit: MAX_LIMIT,
-      windowMs: policy.window,
-      cost: 1,
-      ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-    },
-  ])
-  if (!result) throw new CliError(`no answer for ${stored.redisKey}`)
   return {
     key: stored.redisKey,
     policy: policyJson(policy, undefined),
     tenant: stored.tenant ?? null,
     ...(stored.hasRoute && { route: stored.route ?? null }),
-    used: MAX_LIMIT - result.remaining,
-    resetMs: result.resetMs,
-    pausedMs: result.allowed ? 0 : result.retryAfterMs,
+    ...(await usageOf(read, windowOf(stored.key, policy))),
   }
 }
 
