@@ -8,6 +8,7 @@ import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-s
 import { expect } from 'chai'
 import { Redis } from 'ioredis'
 import { USAGE } from '../../../packages/core/src/cli/args.js'
+import { adaptClient } from '../../../packages/core/src/store/script-client.js'
 import { childMessages } from '../../support/child-messages.js'
 import { runCli } from '../../support/cli.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
@@ -210,6 +211,118 @@ describe('the fleetlimit command line, on a real Redis', function () {
     expect((await limiter.peek({ tenant: 'acme', route: '*' })).allowed).to.equal(false)
   })
 
+  describe('an in-flight policy (concurrency: 3), its 3 slots held', () => {
+    let slotClient: Redis
+    let parallel: RateLimiter
+    const inFlight = ['--policy', 'par', '--slot-ttl', '1m']
+    const par = () => `${prefix}:par~if1-60000:{acme}`
+
+    beforeEach(async () => {
+      slotClient = redisClient()
+      parallel = createRateLimiter({
+        store: redisStore(slotClient, { prefix }),
+        name: 'par',
+        concurrency: 3,
+        logger: quiet,
+      })
+      for (let i = 0; i < 3; i++) expect((await parallel.consume('acme')).allowed).to.equal(true)
+    })
+    afterEach(() => slotClient.disconnect())
+
+    it('keys lists the slot key: the slots held, and when the last ends', async () => {
+      const run = await runCli(['keys', '--policy', 'par', '--json', ...target])
+      expect(run.stderr).to.equal('')
+      const listed = JSON.parse(run.stdout) as { keys: Record<string, unknown>[] }
+      const { keys } = listed
+      expect(keys).to.have.length(1)
+      const [row] = keys as [Record<string, number>]
+      expect(row).to.deep.include({
+        key: par(),
+        policy: { name: 'par', inFlight: true, slotTtlMs: 60_000 },
+        tenant: 'acme',
+        used: 3,
+        pausedMs: 0,
+      })
+      expect(row.resetMs).to.be.within(1, 60_000)
+      expect(row.nextSlotEndMs).to.be.within(1, row.resetMs as number)
+
+      const human = (await runCli(['keys', ...target])).stdout.trimEnd().split('\n')
+      expect(human[0]).to.equal('USED     EMPTIES IN  PAUSED  KEY')
+      expect(human[3]).to.match(new RegExp(`^3 slots  \\d+\\.\\d s {6}- {7}${literal(par())}$`))
+      expect(human.at(-1)).to.equal(`3 keys under prefix "${prefix}"`)
+      const named = JSON.parse((await runCli(['keys', ...inFlight, '--json', ...target])).stdout) as typeof listed
+      expect(named.keys.map(({ key }) => key)).to.deep.equal([par()])
+    })
+
+    it('peek shows the slots held, when the next and the last end, and what the next call gets', async () => {
+      const run = await runCli(['peek', 'acme', ...inFlight, '--concurrency', '3', ...target])
+      expect(run.stderr).to.equal('')
+      const lines = run.stdout.trimEnd().split('\n')
+      expect(lines.slice(0, 3)).to.deep.equal([
+        `key        ${par()}`,
+        'policy     par, in flight, slots live 1m, concurrency 3',
+        'held       3 of 3 slots (0 free)',
+      ])
+      expect(lines[3]).to.match(/^slots {6}the next ends in \d+\.\d s, the last in \d+\.\d s$/)
+      expect(lines[4]).to.match(/^next call {2}denied, retry in \d+\.\d s$/)
+      expect(lines).to.have.length(5)
+
+      const json = JSON.parse(
+        (await runCli(['peek', 'acme', ...inFlight, '--concurrency', '3', '--json', ...target])).stdout,
+      )
+      expect(json).to.deep.include({
+        command: 'peek',
+        key: par(),
+        policy: { name: 'par', inFlight: true, slotTtlMs: 60_000, concurrency: 3 },
+        used: 3,
+        pausedMs: 0,
+        remaining: 0,
+        allowed: false,
+      })
+      // The next call waits for the soonest slot to end (read a moment after it).
+      expect(json.nextSlotEndMs).to.be.within(1, json.resetMs)
+      expect(json.retryAfterMs).to.be.within(1, json.nextSlotEndMs)
+      // The policy's name alone does not name the key: the live policies say which flags do.
+      const unnamed = await runCli(['peek', 'acme', '--policy', 'par', '--window', '1m', ...target])
+      expect(unnamed.code).to.equal(2)
+      expect(unnamed.stderr).to.include('--policy par --slot-ttl 1m')
+      const gone = await runCli(['peek', 'acme', '--policy', 'par', '--slot-ttl', '30s', ...target])
+      expect(gone.code).to.equal(2)
+      expect(gone.stderr).to.match(/^fleetlimit: unknown in-flight policy "par" with slot life 30s: no live key of it/)
+    })
+
+    it('reset frees the slots in Redis, and a waiter in another process takes one at once', async () => {
+      const waiterClient = redisClient()
+      try {
+        const waiterStore = redisStore(waiterClient, { prefix })
+        const waiter = createRateLimiter({ store: waiterStore, name: 'par', concurrency: 3, logger: quiet })
+        // The waiter hears resets once its subscription is confirmed (the store's one subscriber connection).
+        await adaptClient(waiterClient)?.subscribe(`${prefix}:changed`, () => {})
+        const waiting = waiter.acquire('acme', { maxWaitMs: 20_000 })
+        const run = await runCli(['reset', 'acme', ...inFlight, ...target])
+        expect(run.stderr).to.equal('')
+        expect(run.stdout).to.equal(`reset ${par()}: 3 slots freed; every process asks Redis again\n`)
+        expect(await waiting).to.include({ allowed: true, source: 'store' })
+        // The 3 slots are gone: the waiter's is the only one held.
+        expect(await client.zcard(par())).to.equal(1)
+        const after = JSON.parse((await runCli(['peek', 'acme', ...inFlight, '--json', ...target])).stdout)
+        expect(after).to.deep.include({ used: 1 })
+      } finally {
+        waiterClient.disconnect()
+      }
+    })
+
+    it('pause is refused: an in-flight policy is limited by its slots, which reset frees', async () => {
+      expect(await runCli(['pause', 'acme', ...inFlight, '--for', '1m', ...target])).to.deep.equal({
+        code: 2,
+        stdout: '',
+        stderr:
+          'fleetlimit: pause holds a rate policy’s window; an in-flight policy has slots, not a window to hold ' +
+          '(reset frees its slots) (fleetlimit --help)\n',
+      })
+    })
+  })
+
   describe('one line on stderr and a non-zero exit for what an operator gets wrong', () => {
     it('no command: the help on stderr and exit 2; --help: the help on stdout and exit 0', async () => {
       expect(await runCli([])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
@@ -355,6 +468,8 @@ describe('the fleetlimit command line on a read-only replica', function () {
     })
     for (let i = 0; i < 3; i++) await api.consume({ tenant: 'acme', route: '*' })
     for (let i = 0; i < 7; i++) await bulk.consume('acme')
+    const parallel = createRateLimiter({ store, name: 'par', concurrency: 3, logger: quiet })
+    for (let i = 0; i < 2; i++) await parallel.consume('acme')
     // Returns once the replica has acknowledged every write before it (0: no timeout), whenever its sync ends.
     expect(await client.call('WAIT', '1', '0')).to.equal(1)
     const target = ['--redis', replica.url, '--prefix', prefix]
@@ -365,6 +480,7 @@ describe('the fleetlimit command line on a read-only replica', function () {
     expect(keys.map(({ key, used, pausedMs }) => ({ key, used, pausedMs }))).to.deep.equal([
       { key: 'replica:api~sl3-60000:{acme}:*', used: 3, pausedMs: 0 },
       { key: 'replica:bulk~bw1-3600000-12:{acme}', used: 7, pausedMs: 0 },
+      { key: 'replica:par~if1-60000:{acme}', used: 2, pausedMs: 0 },
     ])
 
     const peek = await runCli([

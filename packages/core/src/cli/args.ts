@@ -17,6 +17,9 @@ export interface PolicyArgs {
   readonly limit?: number
   readonly algorithm?: string
   readonly buckets?: number
+  /** An in-flight policy's concurrency; it or slotTtl names an in-flight policy. */
+  readonly concurrency?: number
+  readonly slotTtl?: string
 }
 
 export interface Command {
@@ -40,7 +43,7 @@ export const USAGE = `Usage: fleetlimit <command> [tenant] [options]
 
 Commands:
   peek <tenant>     a tenant's usage on a policy, and the Redis key read
-  reset <tenant>    forget the tenant's window, in every process (fleet-wide)
+  reset <tenant>    forget the tenant's window (or free its slots), in every process (fleet-wide)
   pause <tenant>    deny every call of the tenant, in every process, --for a duration
   resume <tenant>   end a pause or block (its window is forgotten too: see docs/operations.md)
   keys              the live keys of the prefix with their usage (SCAN, every master on a Cluster)
@@ -52,6 +55,8 @@ Options:
   --policy <name>        the policy's name; --window <duration> its window (both name the key)
   --limit <n>            the policy's limit (peek shows what remains of it)
   --algorithm bucketed   with --buckets <n>, for a bucketed policy
+  --slot-ttl <duration>  an in-flight policy's slotTtlMs (default 1m), in place of --window: names its slot key
+  --concurrency <n>      an in-flight policy's concurrency (peek shows the slots free)
   --route <route>        the key's route: '*' for an app-level middleware, 'GET /users/:id' for a route's
   --for <duration>       pause: how long, such as 10m
   --force                act on a policy that has no live key
@@ -64,6 +69,7 @@ Examples:
   fleetlimit peek 203.0.113.7 --policy api --window 1m --route '*' --limit 100
   fleetlimit reset acme --policy search --window 10s --route 'GET /search'
   fleetlimit pause acme --policy api --window 1m --route '*' --for 10m
+  fleetlimit reset acme --policy parallel --slot-ttl 30s
 
 Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake in the command.
 More: https://github.com/fleetlimit/fleetlimit/blob/main/docs/operations.md`
@@ -77,6 +83,8 @@ const OPTIONS = {
   limit: { type: 'string' },
   algorithm: { type: 'string' },
   buckets: { type: 'string' },
+  concurrency: { type: 'string' },
+  'slot-ttl': { type: 'string' },
   route: { type: 'string' },
   for: { type: 'string' },
   force: { type: 'boolean' },
@@ -127,6 +135,8 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
       ...(values.limit !== undefined && { limit: wholeNumber(values.limit, '--limit') }),
       ...(values.algorithm !== undefined && { algorithm: values.algorithm }),
       ...(values.buckets !== undefined && { buckets: wholeNumber(values.buckets, '--buckets') }),
+      ...(values.concurrency !== undefined && { concurrency: wholeNumber(values.concurrency, '--concurrency') }),
+      ...(values['slot-ttl'] !== undefined && { slotTtl: values['slot-ttl'] }),
     },
     ...(tenant !== undefined && { tenant }),
     ...(values.route !== undefined && { route: values.route }),
