@@ -33,7 +33,8 @@
 -- has given up (a stalled or paused server runs the calls queued meanwhile, all of them late).
 --
 -- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
--- maxmemory, as it refuses any write, instead of letting its writes through.
+-- maxmemory, as it refuses any write, instead of letting its writes through. scripts/gen-lua.mjs also makes a twin
+-- flagged no-writes, which a read-only replica runs, for peeks ('peek'): a peek must never write.
 
 if redis.replicate_commands then
   redis.replicate_commands()
@@ -58,7 +59,7 @@ local width = math.max(1, math.floor(window / buckets))
 local current = math.floor(now / width)
 local oldest = math.floor((now - window) / width)
 
--- Live buckets, oldest first; drop the ones that no longer overlap the window.
+-- Live buckets, oldest first; drop the ones that no longer overlap the window (not on a peek: it writes nothing).
 local live, stale, used, hold = {}, {}, 0, 0
 local flat = redis.call('HGETALL', key)
 for i = 1, #flat, 2 do
@@ -77,7 +78,7 @@ for i = 1, #flat, 2 do
     used = used + tonumber(flat[i + 1])
   end
 end
-if #stale > 0 then
+if #stale > 0 and mode ~= 'peek' then
   redis.call('HDEL', key, unpack(stale))
 end
 table.sort(live, function(a, b)

@@ -98,7 +98,8 @@
 -- The server's clock decides (TIME): clock skew between application servers cannot widen a window.
 -- A denial records nothing; a call past its deadline records nothing (its caller gave up).
 -- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
--- maxmemory, as it refuses any write, instead of letting its writes through.
+-- maxmemory, as it refuses any write, instead of letting its writes through. scripts/gen-lua.mjs also makes a twin
+-- flagged no-writes, which a read-only replica runs, for peeks ('p' and 'P'): a peek must never write.
 
 -- The layout constants (H, K, the entry sizes, NARROW, COMPACT_AT, MAX_RELEASE_TAIL) are written here alone:
 -- scripts/gen-lua.mjs checks them against the formats they size and gives them to TypeScript code (the memory

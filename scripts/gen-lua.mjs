@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Turns lua/*.lua into packages/core/src/store/scripts.generated.ts, so the runtime never reads
 // .lua files from disk. `--check` exits 1 when the committed module is stale. What is sent to Redis is the
-// lean text (see lean-lua.mjs), and the sha1 is that text's. It also writes sliding-log-layout.generated.ts: the
+// lean text (see lean-lua.mjs), and the sha1 is that text's; each script also gets a twin flagged no-writes, for
+// its peeks on a read-only replica. It also writes sliding-log-layout.generated.ts: the
 // constants of lua/sliding-log.lua that TypeScript code shares (its memory twin), read from the script and checked
 // against the struct formats they describe, so each is written once, in the script.
 import { createHash } from 'node:crypto'
@@ -32,6 +33,16 @@ for (const file of files) {
   out += `  name: ${JSON.stringify(name)},\n`
   out += `  sha1: ${JSON.stringify(sha1)},\n`
   out += `  lua: ${JSON.stringify(lua)},\n`
+  out += '}\n'
+  // The same script flagged no-writes, for peeks (which write nothing): Redis runs it on a read-only replica, and
+  // refuses any write it would attempt.
+  if (!lua.startsWith('#!lua\n')) throw new Error(`lua/${file} must open with a bare #!lua line`)
+  const readOnly = lua.replace('#!lua\n', '#!lua flags=no-writes\n')
+  out += `\n/** ${name}.lua flagged no-writes, for its peeks alone: it runs on a read-only replica. */\n`
+  out += `export const ${camel(name)}ReadOnlyScript: LuaScript = {\n`
+  out += `  name: ${JSON.stringify(`${name} (no-writes)`)},\n`
+  out += `  sha1: ${JSON.stringify(createHash('sha1').update(readOnly).digest('hex'))},\n`
+  out += `  lua: ${JSON.stringify(readOnly)},\n`
   out += '}\n'
 }
 

@@ -39,8 +39,42 @@ describe('cli/args: parseCommand', () => {
       target: { seeds: ['a:1', 'b:2'] },
     })
     expect(parseCommand(['keys'], {})).to.deep.include({ target: { url: 'redis://127.0.0.1:6379' } })
-    expect(parseCommand([], {})).to.equal('help')
+    expect(
+      parseCommand(['reset', 'acme', '--policy', 'par', '--concurrency', '3', '--slot-ttl', '30s'], {}),
+    ).to.deep.include({ policy: { name: 'par', concurrency: 3, slotTtl: '30s' } })
     expect(parseCommand(['peek', '--help'], {})).to.equal('help')
+    expect(parseCommand(['--help'], {})).to.equal('help')
+  })
+
+  it('no command is a usage mistake (help on stderr, exit 2), not a request for help', () => {
+    expect(parseCommand([], {})).to.equal('usage')
+    expect(parseCommand(['--json'], {})).to.equal('usage')
+  })
+
+  it('refuses an option given twice, which would silently keep the last; --cluster repeats', () => {
+    expect(usageError(['peek', 'acme', '--route', '*', '--route', 'GET /search'])).to.deep.equal({
+      message: '--route given twice ("*", then "GET /search"): give it once (fleetlimit --help)',
+      exitCode: 2,
+    })
+    expect(usageError(['keys', '--prefix=a', '--prefix', 'b', '--prefix', 'c']).message).to.equal(
+      '--prefix given 3 times ("a", then "b", then "c"): give it once (fleetlimit --help)',
+    )
+    expect(usageError(['keys', '--json', '--json']).message).to.equal(
+      '--json given twice: give it once (fleetlimit --help)',
+    )
+    expect(parseCommand(['keys', '--cluster', 'a:1', '--cluster', 'b:2'], {})).to.deep.include({
+      target: { seeds: ['a:1', 'b:2'] },
+    })
+  })
+
+  it('suggests the command meant, as it does an option', () => {
+    expect(usageError(['unpause', 'acme']).message).to.equal(
+      'unknown command "unpause": did you mean resume? (fleetlimit --help)',
+    )
+    expect(usageError(['peak', 'acme']).message).to.equal(
+      'unknown command "peak": did you mean peek? (fleetlimit --help)',
+    )
+    expect(usageError(['key']).message).to.equal('unknown command "key": did you mean keys? (fleetlimit --help)')
   })
 
   it('refuses what it cannot run, with exit code 2', () => {
@@ -78,7 +112,7 @@ describe('cli/args: USAGE', () => {
     const examples = USAGE.split('\n')
       .filter((line) => line.startsWith('  fleetlimit '))
       .map((line) => [...line.slice('  fleetlimit '.length).matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]))
-    expect(examples.map((argv) => argv[0])).to.deep.equal(['keys', 'peek', 'reset', 'pause'])
+    expect(examples.map((argv) => argv[0])).to.deep.equal(['keys', 'peek', 'reset', 'pause', 'reset'])
     for (const argv of examples) expect(parseCommand(argv as string[], {})).to.be.an('object')
     expect(USAGE).to.include('Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake')
   })
@@ -99,6 +133,7 @@ describe('cli/stored-keys: parseStoredKey', () => {
     const policies = [
       definePolicy({ name: 'api', limit: 5, window: '1m' }),
       definePolicy({ name: 'b.x-1', limit: 5, window: 1500, algorithm: 'bucketed', buckets: 10 }),
+      definePolicy({ name: 'par', concurrency: 3, slotTtlMs: 30_000 }),
     ]
     fc.assert(
       fc.property(
@@ -114,6 +149,7 @@ describe('cli/stored-keys: parseStoredKey', () => {
             window,
             algorithm,
             ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+            ...(policy.concurrency !== undefined && { inFlight: true }),
           })
           expect(stored?.key).to.equal(key)
           expect(stored?.tenant).to.equal(encodeKeyPart(tenant).startsWith('%h') ? undefined : tenant)

@@ -1,10 +1,14 @@
 import { fork } from 'node:child_process'
 import { once } from 'node:events'
+import { createServer as createHttpServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
-import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { expect } from 'chai'
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
+import { USAGE } from '../../../packages/core/src/cli/args.js'
+import { adaptClient } from '../../../packages/core/src/store/script-client.js'
 import { childMessages } from '../../support/child-messages.js'
 import { runCli } from '../../support/cli.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
@@ -207,7 +211,143 @@ describe('the fleetlimit command line, on a real Redis', function () {
     expect((await limiter.peek({ tenant: 'acme', route: '*' })).allowed).to.equal(false)
   })
 
+  describe('an in-flight policy (concurrency: 3), its 3 slots held', () => {
+    let slotClient: Redis
+    let parallel: RateLimiter
+    const inFlight = ['--policy', 'par', '--slot-ttl', '1m']
+    const par = () => `${prefix}:par~if1-60000:{acme}`
+
+    beforeEach(async () => {
+      slotClient = redisClient()
+      parallel = createRateLimiter({
+        store: redisStore(slotClient, { prefix }),
+        name: 'par',
+        concurrency: 3,
+        logger: quiet,
+      })
+      for (let i = 0; i < 3; i++) expect((await parallel.consume('acme')).allowed).to.equal(true)
+    })
+    afterEach(() => slotClient.disconnect())
+
+    it('keys lists the slot key: the slots held, and when the last ends', async () => {
+      const run = await runCli(['keys', '--policy', 'par', '--json', ...target])
+      expect(run.stderr).to.equal('')
+      const listed = JSON.parse(run.stdout) as { keys: Record<string, unknown>[] }
+      const { keys } = listed
+      expect(keys).to.have.length(1)
+      const [row] = keys as [Record<string, number>]
+      expect(row).to.deep.include({
+        key: par(),
+        policy: { name: 'par', inFlight: true, slotTtlMs: 60_000 },
+        tenant: 'acme',
+        used: 3,
+        pausedMs: 0,
+      })
+      expect(row.resetMs).to.be.within(1, 60_000)
+      expect(row.nextSlotEndMs).to.be.within(1, row.resetMs as number)
+
+      const human = (await runCli(['keys', ...target])).stdout.trimEnd().split('\n')
+      expect(human[0]).to.equal('USED     EMPTIES IN  PAUSED  KEY')
+      expect(human[3]).to.match(new RegExp(`^3 slots  \\d+\\.\\d s {6}- {7}${literal(par())}$`))
+      expect(human.at(-1)).to.equal(`3 keys under prefix "${prefix}"`)
+      const named = JSON.parse((await runCli(['keys', ...inFlight, '--json', ...target])).stdout) as typeof listed
+      expect(named.keys.map(({ key }) => key)).to.deep.equal([par()])
+    })
+
+    it('peek shows the slots held, when the next and the last end, and what the next call gets', async () => {
+      const run = await runCli(['peek', 'acme', ...inFlight, '--concurrency', '3', ...target])
+      expect(run.stderr).to.equal('')
+      const lines = run.stdout.trimEnd().split('\n')
+      expect(lines.slice(0, 3)).to.deep.equal([
+        `key        ${par()}`,
+        'policy     par, in flight, slots live 1m, concurrency 3',
+        'held       3 of 3 slots (0 free)',
+      ])
+      expect(lines[3]).to.match(/^slots {6}the next ends in \d+\.\d s, the last in \d+\.\d s$/)
+      expect(lines[4]).to.match(/^next call {2}denied, retry in \d+\.\d s$/)
+      expect(lines).to.have.length(5)
+
+      const json = JSON.parse(
+        (await runCli(['peek', 'acme', ...inFlight, '--concurrency', '3', '--json', ...target])).stdout,
+      )
+      expect(json).to.deep.include({
+        command: 'peek',
+        key: par(),
+        policy: { name: 'par', inFlight: true, slotTtlMs: 60_000, concurrency: 3 },
+        used: 3,
+        pausedMs: 0,
+        remaining: 0,
+        allowed: false,
+      })
+      // The next call waits for the soonest slot to end (read a moment after it).
+      expect(json.nextSlotEndMs).to.be.within(1, json.resetMs)
+      expect(json.retryAfterMs).to.be.within(1, json.nextSlotEndMs)
+      // The policy's name alone does not name the key: the live policies say which flags do.
+      const unnamed = await runCli(['peek', 'acme', '--policy', 'par', '--window', '1m', ...target])
+      expect(unnamed.code).to.equal(2)
+      expect(unnamed.stderr).to.include('--policy par --slot-ttl 1m')
+      const gone = await runCli(['peek', 'acme', '--policy', 'par', '--slot-ttl', '30s', ...target])
+      expect(gone.code).to.equal(2)
+      expect(gone.stderr).to.match(/^fleetlimit: unknown in-flight policy "par" with slot life 30s: no live key of it/)
+    })
+
+    it('reset frees the slots in Redis, and a waiter in another process takes one at once', async () => {
+      const waiterClient = redisClient()
+      try {
+        const waiterStore = redisStore(waiterClient, { prefix })
+        const waiter = createRateLimiter({ store: waiterStore, name: 'par', concurrency: 3, logger: quiet })
+        // The waiter hears resets once its subscription is confirmed (the store's one subscriber connection).
+        await adaptClient(waiterClient)?.subscribe(`${prefix}:changed`, () => {})
+        const waiting = waiter.acquire('acme', { maxWaitMs: 20_000 })
+        const run = await runCli(['reset', 'acme', ...inFlight, ...target])
+        expect(run.stderr).to.equal('')
+        expect(run.stdout).to.equal(`reset ${par()}: 3 slots freed; every process asks Redis again\n`)
+        expect(await waiting).to.include({ allowed: true, source: 'store' })
+        // The 3 slots are gone: the waiter's is the only one held.
+        expect(await client.zcard(par())).to.equal(1)
+        const after = JSON.parse((await runCli(['peek', 'acme', ...inFlight, '--json', ...target])).stdout)
+        expect(after).to.deep.include({ used: 1 })
+      } finally {
+        waiterClient.disconnect()
+      }
+    })
+
+    it('pause is refused: an in-flight policy is limited by its slots, which reset frees', async () => {
+      expect(await runCli(['pause', 'acme', ...inFlight, '--for', '1m', ...target])).to.deep.equal({
+        code: 2,
+        stdout: '',
+        stderr:
+          'fleetlimit: pause holds a rate policy’s window; an in-flight policy has slots, not a window to hold ' +
+          '(reset frees its slots) (fleetlimit --help)\n',
+      })
+    })
+  })
+
   describe('one line on stderr and a non-zero exit for what an operator gets wrong', () => {
+    it('no command: the help on stderr and exit 2; --help: the help on stdout and exit 0', async () => {
+      expect(await runCli([])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
+      expect(await runCli(['--redis', redisUrl()])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
+      expect(await runCli(['--help'])).to.deep.equal({ code: 0, stdout: `${USAGE}\n`, stderr: '' })
+    })
+
+    it('a port that is no Redis (an HTTP server): says so, not a protocol error to report', async () => {
+      const http = createHttpServer((_, res) => res.end('ok'))
+      http.listen(0, '127.0.0.1')
+      await once(http, 'listening')
+      const { port } = http.address() as AddressInfo
+      try {
+        expect(await runCli(['keys', '--redis', `redis://127.0.0.1:${port}`])).to.deep.equal({
+          code: 1,
+          stdout: '',
+          stderr:
+            `fleetlimit: the server at redis://127.0.0.1:${port} is not a Redis server: its answer starts with "H", ` +
+            'as an HTTP server’s does (check the host and port)\n',
+        })
+      } finally {
+        http.close()
+      }
+    })
+
     it('an unknown policy (a name or window no live key has), listing the live ones', async () => {
       const run = await runCli(['peek', 'acme', '--policy', 'api', '--window', '1h', ...target])
       expect(run).to.deep.equal({
@@ -297,6 +437,85 @@ describe('the fleetlimit command line, on a real Redis', function () {
       } finally {
         await server.stop()
       }
+    })
+  })
+})
+
+describe('the fleetlimit command line on a read-only replica', function () {
+  this.timeout(60_000)
+  let primary: RedisServer
+  let replica: RedisServer
+  let client: Redis
+
+  before(async () => {
+    primary = await startRedisServer(['--repl-diskless-sync-delay', '0'])
+    replica = await startRedisServer(['--replicaof', '127.0.0.1', String(primary.port)])
+    client = new Redis(primary.url)
+  })
+  after(async () => {
+    client.disconnect()
+    await Promise.all([replica?.stop(), primary?.stop()])
+  })
+
+  it('keys and peek read the replica: no script that may write runs there', async () => {
+    const prefix = 'replica'
+    const store = redisStore(client, { prefix })
+    const api = createRateLimiter({ store, name: 'api', limit: 5, window: '1m', logger: quiet })
+    const bulk = createRateLimiter({
+      store,
+      ...{ name: 'bulk', limit: 50, window: '1h', algorithm: 'bucketed', buckets: 12 },
+      logger: quiet,
+    })
+    for (let i = 0; i < 3; i++) await api.consume({ tenant: 'acme', route: '*' })
+    for (let i = 0; i < 7; i++) await bulk.consume('acme')
+    const parallel = createRateLimiter({ store, name: 'par', concurrency: 3, logger: quiet })
+    for (let i = 0; i < 2; i++) await parallel.consume('acme')
+    // Returns once the replica has acknowledged every write before it (0: no timeout), whenever its sync ends.
+    expect(await client.call('WAIT', '1', '0')).to.equal(1)
+    const target = ['--redis', replica.url, '--prefix', prefix]
+
+    const listed = await runCli(['keys', '--json', ...target])
+    expect(listed.stderr).to.equal('')
+    const { keys } = JSON.parse(listed.stdout) as { keys: { key: string; used: number; pausedMs: number }[] }
+    expect(keys.map(({ key, used, pausedMs }) => ({ key, used, pausedMs }))).to.deep.equal([
+      { key: 'replica:api~sl3-60000:{acme}:*', used: 3, pausedMs: 0 },
+      { key: 'replica:bulk~bw1-3600000-12:{acme}', used: 7, pausedMs: 0 },
+      { key: 'replica:par~if1-60000:{acme}', used: 2, pausedMs: 0 },
+    ])
+
+    const peek = await runCli([
+      'peek',
+      'acme',
+      '--route',
+      '*',
+      '--policy',
+      'api',
+      '--window',
+      '1m',
+      '--limit',
+      '5',
+      ...target,
+    ])
+    expect(peek.stderr).to.equal('')
+    const lines = peek.stdout.trimEnd().split('\n')
+    expect(lines.slice(0, 3)).to.deep.equal([
+      'key        replica:api~sl3-60000:{acme}:*',
+      'policy     api, window 1m, limit 5',
+      'used       3 of 5 (2 remaining)',
+    ])
+    expect(lines.slice(4)).to.deep.equal(['paused     no', 'next call  admitted'])
+    const bucketed = ['--policy', 'bulk', '--window', '1h', '--algorithm', 'bucketed', '--buckets', '12']
+    const peekBulk = await runCli(['peek', 'acme', ...bucketed, '--limit', '50', '--json', ...target])
+    expect(peekBulk.stderr).to.equal('')
+    expect(JSON.parse(peekBulk.stdout)).to.deep.include({ used: 7, remaining: 43, allowed: true, pausedMs: 0 })
+
+    // A write is refused there, saying where to send it.
+    expect(
+      await runCli(['reset', 'acme', '--route', '*', '--policy', 'api', '--window', '1m', ...target]),
+    ).to.deep.equal({
+      code: 1,
+      stdout: '',
+      stderr: `fleetlimit: Redis at ${replica.url} is a read-only replica: reset writes, give --redis the primary\n`,
     })
   })
 })

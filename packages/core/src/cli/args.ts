@@ -17,6 +17,9 @@ export interface PolicyArgs {
   readonly limit?: number
   readonly algorithm?: string
   readonly buckets?: number
+  /** An in-flight policy's concurrency; it or slotTtl names an in-flight policy. */
+  readonly concurrency?: number
+  readonly slotTtl?: string
 }
 
 export interface Command {
@@ -40,7 +43,7 @@ export const USAGE = `Usage: fleetlimit <command> [tenant] [options]
 
 Commands:
   peek <tenant>     a tenant's usage on a policy, and the Redis key read
-  reset <tenant>    forget the tenant's window, in every process (fleet-wide)
+  reset <tenant>    forget the tenant's window (or free its slots), in every process (fleet-wide)
   pause <tenant>    deny every call of the tenant, in every process, --for a duration
   resume <tenant>   end a pause or block (its window is forgotten too: see docs/operations.md)
   keys              the live keys of the prefix with their usage (SCAN, every master on a Cluster)
@@ -52,6 +55,8 @@ Options:
   --policy <name>        the policy's name; --window <duration> its window (both name the key)
   --limit <n>            the policy's limit (peek shows what remains of it)
   --algorithm bucketed   with --buckets <n>, for a bucketed policy
+  --slot-ttl <duration>  an in-flight policy's slotTtlMs (default 1m), in place of --window: names its slot key
+  --concurrency <n>      an in-flight policy's concurrency (peek shows the slots free)
   --route <route>        the key's route: '*' for an app-level middleware, 'GET /users/:id' for a route's
   --for <duration>       pause: how long, such as 10m
   --force                act on a policy that has no live key
@@ -64,6 +69,7 @@ Examples:
   fleetlimit peek 203.0.113.7 --policy api --window 1m --route '*' --limit 100
   fleetlimit reset acme --policy search --window 10s --route 'GET /search'
   fleetlimit pause acme --policy api --window 1m --route '*' --for 10m
+  fleetlimit reset acme --policy parallel --slot-ttl 30s
 
 Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake in the command.
 More: https://github.com/fleetlimit/fleetlimit/blob/main/docs/operations.md`
@@ -77,6 +83,8 @@ const OPTIONS = {
   limit: { type: 'string' },
   algorithm: { type: 'string' },
   buckets: { type: 'string' },
+  concurrency: { type: 'string' },
+  'slot-ttl': { type: 'string' },
   route: { type: 'string' },
   for: { type: 'string' },
   force: { type: 'boolean' },
@@ -84,20 +92,23 @@ const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const
+type OptionName = keyof typeof OPTIONS
 
-/** The command argv names, or 'help'; a usage error as a CliError with exit code 2. */
-export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Command | 'help' {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; args: string[] }>>
-  try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
-  } catch (error) {
-    throw usage(parseFailure(error as Error & { code?: string }, argv))
-  }
-  const { values, positionals } = parsed
-  if (values.help || positionals.length === 0) return 'help'
+/**
+ * The command argv names; 'help' for --help, 'usage' for no command at all (a mistake: the help goes to stderr);
+ * a usage error as a CliError with exit code 2.
+ */
+export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Command | 'help' | 'usage' {
+  const { values, positionals, tokens } = parse(argv)
+  if (values.help) return 'help'
+  checkOnce(tokens)
+  if (positionals.length === 0) return 'usage'
   const [name, ...rest] = positionals
   if (!COMMANDS.includes(name as CommandName)) {
-    throw usage(`unknown command ${JSON.stringify(name)}: one of ${COMMANDS.join(', ')}`)
+    const near = nearest(name as string, COMMANDS, COMMAND_SYNONYMS)
+    throw usage(
+      `unknown command ${JSON.stringify(name)}: ${near === undefined ? `one of ${COMMANDS.join(', ')}` : `did you mean ${near}?`}`,
+    )
   }
   const command = name as CommandName
   const takesTenant = command !== 'keys'
@@ -124,12 +135,22 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
       ...(values.limit !== undefined && { limit: wholeNumber(values.limit, '--limit') }),
       ...(values.algorithm !== undefined && { algorithm: values.algorithm }),
       ...(values.buckets !== undefined && { buckets: wholeNumber(values.buckets, '--buckets') }),
+      ...(values.concurrency !== undefined && { concurrency: wholeNumber(values.concurrency, '--concurrency') }),
+      ...(values['slot-ttl'] !== undefined && { slotTtl: values['slot-ttl'] }),
     },
     ...(tenant !== undefined && { tenant }),
     ...(values.route !== undefined && { route: values.route }),
     ...(values.for !== undefined && { forMs: duration(values.for, '--for') }),
     force: values.force === true,
     max: values.max === undefined ? 1000 : wholeNumber(values.max, '--max'),
+  }
+}
+
+function parse(argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true, tokens: true })
+  } catch (error) {
+    throw usage(parseFailure(error as Error & { code?: string }, argv))
   }
 }
 
@@ -140,8 +161,42 @@ function parseFailure(error: Error & { code?: string }, argv: readonly string[])
   const flag = typed?.split('=')[0] ?? error.message
   const name = flag.replace(/^-+/, '')
   if (name === 'tenant') return 'unknown option --tenant: the tenant comes after the command, fleetlimit peek <tenant>'
-  const near = Object.keys(OPTIONS).find((option) => editDistance(name, option) <= (name.length < 4 ? 1 : 2))
+  const near = nearest(name, Object.keys(OPTIONS))
   return `unknown option ${flag}${near === undefined ? '' : `: did you mean --${near}?`}`
+}
+
+/** What an operator means by a command that does not exist, where the nearest spelling is not it. */
+const COMMAND_SYNONYMS: Readonly<Record<string, CommandName>> = {
+  unpause: 'resume',
+  unblock: 'resume',
+  list: 'keys',
+  ls: 'keys',
+}
+
+/**
+ * The name the operator most likely meant: a synonym's command, else the first name within a typo's reach (one
+ * edit for a short word, two for a longer one); undefined when none is near.
+ */
+function nearest(typed: string, names: readonly string[], synonyms: Readonly<Record<string, string>> = {}) {
+  if (Object.hasOwn(synonyms, typed)) return synonyms[typed]
+  return names.find((name) => editDistance(typed, name) <= (typed.length < 4 ? 1 : 2))
+}
+
+/** Refuses an option given more than once (the last would silently win), unless it is one that repeats. */
+function checkOnce(tokens: readonly { kind: string; name?: string; value?: string | undefined }[]): void {
+  const given = new Map<string, (string | undefined)[]>()
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.name === undefined || 'multiple' in OPTIONS[token.name as OptionName]) continue
+    given.set(token.name, [...(given.get(token.name) ?? []), token.value])
+  }
+  for (const [name, values] of given) {
+    if (values.length < 2) continue
+    const times = values.length === 2 ? 'twice' : `${values.length} times`
+    const shown = values.every((value) => value === undefined)
+      ? ''
+      : ` (${values.map((value) => JSON.stringify(value)).join(', then ')})`
+    throw usage(`--${name} given ${times}${shown}: give it once`)
+  }
 }
 
 /** Levenshtein distance, for short flag names. */

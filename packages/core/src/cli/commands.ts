@@ -1,12 +1,20 @@
 import { isFleetlimitError } from '../common/errors.js'
 import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
-import { createRateLimiter, type RateLimiter } from '../limiter/limiter.js'
-import { definePolicy, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from '../limiter/policy.js'
+import { createRateLimiter } from '../limiter/limiter.js'
+import {
+  definePolicy,
+  MAX_CONCURRENCY,
+  MAX_LIMIT,
+  type Policy,
+  type PolicyOptions,
+  policyKeyName,
+} from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
-import type { Store } from '../store/store.js'
+import type { WindowRequest, WindowResult } from '../store/store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
 import type { Connected } from './connect.js'
+import { createReadWindow, type ReadWindow } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
 
@@ -22,42 +30,39 @@ const TIMEOUT_MS = 5_000
 
 export async function runCommand(command: Command, connected: Connected): Promise<Output> {
   const store = asCliError(() => redisStore(connected.client, { prefix: command.prefix }))
-  if (command.name === 'keys') return listKeys(command, connected, store)
+  // Reads never write (a read-only replica answers them); only reset, pause and resume write, through a limiter.
+  const read = createReadWindow(connected.client, command.prefix)
+  if (command.name === 'keys') return listKeys(command, connected, read)
   const policy = policyOf(command)
+  const fields = fieldsOf(policy)
+  if (command.name === 'pause' && fields.inFlight) {
+    throw new CliError(
+      'pause holds a rate policy’s window; an in-flight policy has slots, not a window to hold (reset frees its ' +
+        'slots) (fleetlimit --help)',
+      2,
+    )
+  }
   if (!command.force) await checkKnown(policy, command.prefix, connected)
-  // The policy's limit is the user's, or none: a usage is read under the largest limit, so that it is never capped.
-  const limiter = createRateLimiter({
-    store,
-    ...policy,
-    limit: MAX_LIMIT,
-    timeoutMs: TIMEOUT_MS,
-    local: false,
-    logger: SILENT,
-  })
+  const writer = () => createRateLimiter({ store, ...policy, timeoutMs: TIMEOUT_MS, local: false, logger: SILENT })
   const input: KeyInput =
     command.route === undefined
       ? (command.tenant as string)
       : { tenant: command.tenant as string, route: command.route }
-  const redisKey = `${command.prefix}:${buildKey(policyKeyName(policy), input)}`
-  const usage = await usageOf(limiter, input)
-  const limit = command.policy.limit
+  const key = buildKey(policyKeyName(policy), input)
+  const redisKey = `${command.prefix}:${key}`
+  const window = windowOf(key, fields)
+  const usage = await usageOf(read, window)
+  const limit = command.policy.limit ?? command.policy.concurrency
   const subject = {
     key: redisKey,
-    policy: policyJson(policy, limit),
+    policy: policyJson(fields, limit),
     tenant: command.tenant,
     route: command.route ?? null,
   }
   switch (command.name) {
     case 'peek': {
-      const next = limit === undefined ? undefined : await limiter.peek(input, { limit })
-      const lines = [
-        ['key', redisKey],
-        ['policy', describePolicy(policy, limit)],
-        ['used', next ? `${usage.used} of ${limit} (${next.remaining} remaining)` : String(usage.used)],
-        ['window', usage.resetMs === 0 ? 'empty' : `empties in ${seconds(usage.resetMs)}`],
-        ['paused', usage.pausedMs === 0 ? 'no' : `for ${seconds(usage.pausedMs)} more`],
-      ]
-      if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
+      const next = limit === undefined ? undefined : await read({ ...window, limit })
+      const lines = [['key', redisKey], ['policy', describePolicy(fields, limit)], ...usageLines(usage, limit, next)]
       // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
       const empty = isEmpty(usage)
       const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
@@ -74,25 +79,25 @@ export async function runCommand(command: Command, connected: Connected): Promis
       }
     }
     case 'reset': {
-      await limiter.reset(input)
+      await writer().reset(input)
       // Nothing forgotten most often means the wrong route: the customer is still blocked under another key.
       const others = isEmpty(usage) ? await otherKeys(policy, command, connected, redisKey) : []
       const hint =
         others.length > 0 ? `\nthe key was empty; the tenant's live keys: ${others.map(routeFlag).join('; ')}` : ''
       return {
-        text: `reset ${redisKey}: ${units(usage.used)} forgotten; every process asks Redis again${hint}`,
+        text: `reset ${redisKey}: ${fields.inFlight ? `${slots(usage.used)} freed` : `${units(usage.used)} forgotten`}; every process asks Redis again${hint}`,
         json: {
           command: 'reset',
           ...subject,
-          forgottenUnits: usage.used,
+          ...(fields.inFlight ? { freedSlots: usage.used } : { forgottenUnits: usage.used }),
           ...(isEmpty(usage) && { otherRoutes: others.map(otherRoute) }),
         },
       }
     }
     case 'pause': {
       const ms = command.forMs as number
-      await limiter.pause(input, ms)
-      const after = await usageOf(limiter, input)
+      await writer().pause(input, ms)
+      const after = await usageOf(read, window)
       return {
         text: `paused ${redisKey}: every call denied for ${seconds(after.pausedMs)}, in every process`,
         json: { command: 'pause', ...subject, pausedMs: after.pausedMs },
@@ -106,7 +111,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
         }
       }
       // The scripts can extend a hold, never shorten one: ending it forgets the key, its units with it.
-      await limiter.reset(input)
+      await writer().reset(input)
       return {
         text: `resumed ${redisKey}: the pause (${seconds(usage.pausedMs)} left) ended, and ${units(usage.used)} forgotten`,
         json: { command: 'resume', ...subject, resumed: true, pausedMs: usage.pausedMs, forgottenUnits: usage.used },
@@ -116,12 +121,34 @@ export async function runCommand(command: Command, connected: Connected): Promis
 }
 
 interface Usage {
-  /** Units in the window now. */
+  /** Units in the window now; an in-flight policy's slots held. */
   readonly used: number
-  /** Until the window holds no unit of the key. */
+  /** Until the window holds no unit of the key; until the last slot ends. */
   readonly resetMs: number
-  /** Until a pause (or block) ends; 0 when there is none. */
+  /** Until a pause (or block) ends; 0 when there is none (always, for slots). */
   readonly pausedMs: number
+  /** An in-flight policy's: until the soonest slot ends (0 when none is held). */
+  readonly nextSlotEndMs?: number
+}
+
+/** A peek's lines of usage: units in the window and a pause, or slots held and when they end. */
+function usageLines(usage: Usage, limit: number | undefined, next: WindowResult | undefined): string[][] {
+  const lines: string[][] = []
+  if (usage.nextSlotEndMs === undefined) {
+    lines.push(
+      ['used', next ? `${usage.used} of ${limit} (${next.remaining} remaining)` : String(usage.used)],
+      ['window', usage.resetMs === 0 ? 'empty' : `empties in ${seconds(usage.resetMs)}`],
+      ['paused', usage.pausedMs === 0 ? 'no' : `for ${seconds(usage.pausedMs)} more`],
+    )
+  } else {
+    const ends = `the next ends in ${seconds(usage.nextSlotEndMs)}, the last in ${seconds(usage.resetMs)}`
+    lines.push(
+      ['held', next ? `${usage.used} of ${slots(limit as number)} (${next.remaining} free)` : slots(usage.used)],
+      ['slots', usage.used === 0 ? 'none held' : ends],
+    )
+  }
+  if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
+  return lines
 }
 
 const isEmpty = (usage: Usage) => usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
@@ -130,17 +157,32 @@ const isEmpty = (usage: Usage) => usage.used === 0 && usage.resetMs === 0 && usa
 const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
 
 /** A key's usage, read under the largest limit: only a pause or a block then denies one unit. */
-async function usageOf(limiter: RateLimiter, input: KeyInput): Promise<Usage> {
-  const decision = await limiter.peek(input, { limit: MAX_LIMIT })
-  return {
-    used: MAX_LIMIT - decision.remaining,
-    resetMs: decision.resetMs,
-    pausedMs: decision.allowed ? 0 : decision.retryAfterMs,
+async function usageOf(read: ReadWindow, window: WindowRequest): Promise<Usage> {
+  const result = await read({ ...window, limit: MAX_LIMIT })
+  const usage = {
+    used: MAX_LIMIT - result.remaining,
+    resetMs: result.resetMs,
+    pausedMs: result.allowed ? 0 : result.retryAfterMs,
   }
+  if (!window.slots) return usage
+  // Under a limit of the slots held, one more waits for the soonest to end.
+  const full = usage.used === 0 ? undefined : await read({ ...window, limit: usage.used })
+  return { ...usage, nextSlotEndMs: full?.retryAfterMs ?? 0 }
 }
 
+/** The peek of one unit (or slot) of a policy's key (its limit given at each read). */
+const windowOf = (key: string, policy: PolicyFields): WindowRequest => ({
+  key,
+  limit: MAX_LIMIT,
+  windowMs: policy.window,
+  cost: 1,
+  ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+  ...(policy.inFlight && { slots: true }),
+})
+
 function policyOf(command: Command): Policy {
-  const { name, window, limit, algorithm, buckets } = command.policy
+  const { name, window, limit, algorithm, buckets, concurrency, slotTtl } = command.policy
+  if (concurrency !== undefined || slotTtl !== undefined) return inFlightPolicyOf(command.policy)
   if (name === undefined && limit === undefined) {
     throw new CliError('give the policy the key belongs to: --policy <name> --window <duration> (fleetlimit --help)', 2)
   }
@@ -153,6 +195,35 @@ function policyOf(command: Command): Policy {
     ...(name !== undefined && { name }),
     ...(algorithm !== undefined && { algorithm }),
     ...(buckets !== undefined && { buckets }),
+  } as PolicyOptions
+  return asCliError(() => definePolicy(options))
+}
+
+/** An in-flight policy, named by --slot-ttl and --concurrency; a rate policy's flags beside them are refused. */
+function inFlightPolicyOf({ name, window, limit, algorithm, buckets, concurrency, slotTtl }: Command['policy']) {
+  const rate = [
+    ['--window', window],
+    ['--limit', limit],
+    ['--algorithm', algorithm],
+    ['--buckets', buckets],
+  ].find(([, value]) => value !== undefined)?.[0]
+  if (rate !== undefined) {
+    throw new CliError(
+      `${rate} is a rate policy’s: an in-flight policy is named by --slot-ttl (its slot life) and --concurrency ` +
+        '(fleetlimit --help)',
+      2,
+    )
+  }
+  if (name === undefined && concurrency === undefined) {
+    throw new CliError(
+      'give the policy the key belongs to: --policy <name> --slot-ttl <duration> (fleetlimit --help)',
+      2,
+    )
+  }
+  const options = {
+    concurrency: concurrency ?? MAX_CONCURRENCY,
+    ...(slotTtl !== undefined && { slotTtlMs: /^\d+$/.test(slotTtl) ? Number(slotTtl) : slotTtl }),
+    ...(name !== undefined && { name }),
   } as PolicyOptions
   return asCliError(() => definePolicy(options))
 }
@@ -172,8 +243,9 @@ async function checkKnown(policy: Policy, prefix: string, connected: Connected):
     if (live.size >= 10 || ++looked >= 100_000) break
   }
   const known = live.size === 0 ? 'the prefix has none' : `live policies: ${[...live].join('; ')}`
+  const [kind, window] = policy.concurrency === undefined ? ['policy', 'window'] : ['in-flight policy', 'slot life']
   throw new CliError(
-    `unknown policy "${policy.name}" with window ${duration(policy.window)}: no live key of it under prefix ` +
+    `unknown ${kind} "${policy.name}" with ${window} ${duration(policy.window)}: no live key of it under prefix ` +
       `"${prefix}"; ${known} (--force acts anyway)`,
     2,
   )
@@ -202,13 +274,13 @@ const routeFlag = (stored: StoredKey) =>
       ? `a hashed route (${stored.key.slice(stored.key.lastIndexOf(':') + 1)})`
       : `--route '${stored.route.replaceAll("'", "'\\''")}'`
 
-async function listKeys(command: Command, connected: Connected, store: Store): Promise<Output> {
+async function listKeys(command: Command, connected: Connected, read: ReadWindow): Promise<Output> {
   const { prefix, max } = command
-  const { name, window } = command.policy
+  const { name, window, slotTtl } = command.policy
   let pattern = `${globLiteral(prefix)}:*`
   if (name !== undefined) {
     pattern =
-      window === undefined
+      window === undefined && slotTtl === undefined
         ? `${globLiteral(prefix)}:${name}~*`
         : `${globLiteral(prefix)}:${policyKeyName(policyOf(command))}:*`
   }
@@ -226,11 +298,11 @@ async function listKeys(command: Command, connected: Connected, store: Store): P
   const rows = []
   const keys = [...found.values()].sort(byKey)
   for (let i = 0; i < keys.length; i += 100) {
-    rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => keyUsage(store, stored)))))
+    rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => keyUsage(read, stored)))))
   }
   const header = ['USED', 'EMPTIES IN', 'PAUSED', 'KEY']
   const lines = rows.map((row) => [
-    String(row.used),
+    row.nextSlotEndMs === undefined ? String(row.used) : slots(row.used),
     row.resetMs === 0 ? '-' : seconds(row.resetMs),
     row.pausedMs === 0 ? '-' : seconds(row.pausedMs),
     row.key,
@@ -242,26 +314,14 @@ async function listKeys(command: Command, connected: Connected, store: Store): P
   }
 }
 
-async function keyUsage(store: Store, stored: StoredKey) {
+async function keyUsage(read: ReadWindow, stored: StoredKey) {
   const { policy } = stored
-  const [result] = await store.peek([
-    {
-      key: stored.key,
-      limit: MAX_LIMIT,
-      windowMs: policy.window,
-      cost: 1,
-      ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-    },
-  ])
-  if (!result) throw new CliError(`no answer for ${stored.redisKey}`)
   return {
     key: stored.redisKey,
     policy: policyJson(policy, undefined),
     tenant: stored.tenant ?? null,
     ...(stored.hasRoute && { route: stored.route ?? null }),
-    used: MAX_LIMIT - result.remaining,
-    resetMs: result.resetMs,
-    pausedMs: result.allowed ? 0 : result.retryAfterMs,
+    ...(await usageOf(read, windowOf(stored.key, policy))),
   }
 }
 
@@ -272,6 +332,8 @@ const FLAGS: Readonly<Record<string, string>> = {
   limit: '--limit',
   algorithm: '--algorithm',
   buckets: '--buckets',
+  concurrency: '--concurrency',
+  slotTtlMs: '--slot-ttl',
   'redisStore.prefix': '--prefix',
 }
 
@@ -287,26 +349,51 @@ function asCliError<T>(make: () => T): T {
   }
 }
 
-type PolicyFields = Pick<Policy, 'name' | 'window' | 'algorithm'> & { readonly buckets?: number | undefined }
+type PolicyFields = Pick<Policy, 'name' | 'window' | 'algorithm'> & {
+  readonly buckets?: number | undefined
+  /** An in-flight policy: its window is its slot life. */
+  readonly inFlight?: true | undefined
+}
 
-const policyJson = (policy: PolicyFields, limit: number | undefined) => ({
+/** What names a policy's keys, as a stored key's policy says it. */
+const fieldsOf = (policy: Policy): PolicyFields => ({
   name: policy.name,
-  windowMs: policy.window,
+  window: policy.window,
   algorithm: policy.algorithm,
   ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-  ...(limit !== undefined && { limit }),
+  ...(policy.concurrency !== undefined && { inFlight: true }),
 })
 
+const policyJson = (policy: PolicyFields, limit: number | undefined) =>
+  policy.inFlight
+    ? {
+        name: policy.name,
+        inFlight: true,
+        slotTtlMs: policy.window,
+        ...(limit !== undefined && { concurrency: limit }),
+      }
+    : {
+        name: policy.name,
+        windowMs: policy.window,
+        algorithm: policy.algorithm,
+        ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+        ...(limit !== undefined && { limit }),
+      }
+
 const describePolicy = (policy: PolicyFields, limit: number | undefined) =>
-  `${policy.name}, window ${duration(policy.window)}${limit === undefined ? '' : `, limit ${limit}`}${
-    policy.algorithm === 'bucketed' ? `, bucketed (${policy.buckets} buckets)` : ''
-  }`
+  policy.inFlight
+    ? `${policy.name}, in flight, slots live ${duration(policy.window)}${limit === undefined ? '' : `, concurrency ${limit}`}`
+    : `${policy.name}, window ${duration(policy.window)}${limit === undefined ? '' : `, limit ${limit}`}${
+        policy.algorithm === 'bucketed' ? `, bucketed (${policy.buckets} buckets)` : ''
+      }`
 
 /** The options that name a policy's keys. */
 const policyFlags = (policy: PolicyFields) =>
-  `--policy ${policy.name} --window ${duration(policy.window)}${
-    policy.algorithm === 'bucketed' ? ` --algorithm bucketed --buckets ${policy.buckets}` : ''
-  }`
+  policy.inFlight
+    ? `--policy ${policy.name} --slot-ttl ${duration(policy.window)}`
+    : `--policy ${policy.name} --window ${duration(policy.window)}${
+        policy.algorithm === 'bucketed' ? ` --algorithm bucketed --buckets ${policy.buckets}` : ''
+      }`
 
 /** A window as its shortest exact duration string: 60000 is '1m'. */
 function duration(ms: number): string {
@@ -323,6 +410,7 @@ function duration(ms: number): string {
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 const units = (n: number) => `${n} ${n === 1 ? 'unit' : 'units'}`
+const slots = (n: number) => `${n} ${n === 1 ? 'slot' : 'slots'}`
 
 const table = (rows: string[][]) => columns(rows)
 

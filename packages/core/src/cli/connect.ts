@@ -110,6 +110,13 @@ function connectionFailure(error: unknown, shown: string): string {
   if (/^NOAUTH/.test(message)) {
     return `Redis at ${shown} needs a password: give it in the URL, redis://:password@host:port (${message})`
   }
+  // ioredis's parser, on a reply that is not RESP: `Protocol error, got "H" as reply type byte. Please report this.`
+  const stray = /^Protocol error, got "(.*)" as reply type byte/s.exec(message)
+  if (stray) {
+    const byte = JSON.stringify(stray[1])
+    const like = stray[1] === 'H' ? ', as an HTTP server’s does' : ''
+    return `the server at ${shown} is not a Redis server: its answer starts with ${byte}${like} (check the host and port)`
+  }
   if (code === 'ECONNREFUSED') return `cannot connect to Redis at ${shown}: connection refused`
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `cannot connect to Redis at ${shown}: unknown host`
   return `cannot connect to Redis at ${shown}: ${message}`

@@ -1,7 +1,7 @@
 import { decodeKeyPart } from '../limiter/keys.js'
 import { type Algorithm, parsePolicyKeyName } from '../limiter/policy.js'
 
-/** A window key found in Redis, read back into what named it: `{prefix}:{policy key name}:{tenant}[:route]`. */
+/** A window key (or an in-flight policy's slot key) found in Redis, read back into what named it: `{prefix}:{policy key name}:{tenant}[:route]`. */
 export interface StoredKey {
   /** The whole Redis key. */
   readonly redisKey: string
@@ -12,6 +12,8 @@ export interface StoredKey {
     readonly window: number
     readonly algorithm: Algorithm
     readonly buckets?: number
+    /** An in-flight policy's slot key: `window` is its slot life. */
+    readonly inFlight?: true
   }
   /** The tenant, decoded; undefined when the key holds a hash of it (a tenant longer than 128 characters). */
   readonly tenant: string | undefined

@@ -188,13 +188,24 @@ export function policyKeyName(policy: Policy): string {
     : `${policy.name}~sl3-${policy.window}`
 }
 
-/** The policy fields a key name (policyKeyName's output) holds; undefined for any other text. */
+/**
+ * The policy fields a key name (policyKeyName's output) holds, `inFlight` for an in-flight policy's (whose window
+ * is its slot life); undefined for any other text.
+ */
 export function parsePolicyKeyName(
   keyName: string,
-): { name: string; window: number; algorithm: Algorithm; buckets?: number } | undefined {
-  const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63})~(?:sl3-(\d+)|bw1-(\d+)-(\d+))$/.exec(keyName)
+): { name: string; window: number; algorithm: Algorithm; buckets?: number; inFlight?: true } | undefined {
+  const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63})~(?:sl3-(\d+)|bw1-(\d+)-(\d+)|if1-(\d+))$/.exec(keyName)
   if (!match) return undefined
-  const [, name, logWindow, bucketedWindow, buckets] = match as unknown as [string, string, string?, string?, string?]
+  const [, name, logWindow, bucketedWindow, buckets, slotTtl] = match as unknown as [
+    string,
+    string,
+    string?,
+    string?,
+    string?,
+    string?,
+  ]
+  if (slotTtl !== undefined) return { name, window: Number(slotTtl), algorithm: 'sliding-log', inFlight: true }
   return logWindow !== undefined
     ? { name, window: Number(logWindow), algorithm: 'sliding-log' }
     : { name, window: Number(bucketedWindow), algorithm: 'bucketed', buckets: Number(buckets) }

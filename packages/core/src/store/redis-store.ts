@@ -266,7 +266,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   return guardStore(store, servers)
 }
 
-function numbers(reply: unknown, script: LuaScript): number[] {
+/** lua/bucketed.lua's reply: its five numbers. */
+export function numbers(reply: unknown, script: LuaScript): number[] {
   if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((n) => typeof n === 'number')) {
     throw unexpectedReply(reply, script)
   }
@@ -296,7 +297,7 @@ function refundOf(status: number, units: number): StoreRefund {
   return { units: outcome === 'refunded' ? units : 0, outcome }
 }
 
-const toResult = (reply: number[], at: number, nowUs: number): WindowResult => ({
+export const toResult = (reply: number[], at: number, nowUs: number): WindowResult => ({
   allowed: reply[at] === 1,
   remaining: reply[at + 1] as number,
   retryAfterMs: reply[at + 2] as number,

@@ -1,0 +1,30 @@
+import type { Cluster, Redis } from 'ioredis'
+import { numbers, toResult } from '../store/redis-store.js'
+import { createScriptRunner } from '../store/script-runner.js'
+import { bucketedReadOnlyScript, slidingLogReadOnlyScript } from '../store/scripts.generated.js'
+import { costWindowsCall, readSlidingLog } from '../store/sliding-log-call.js'
+import type { WindowRequest, WindowResult } from '../store/store.js'
+
+/** A peek at one window of the store's prefix: what a store's peek answers, read without writing. */
+export type ReadWindow = (request: WindowRequest) => Promise<WindowResult>
+
+/**
+ * Peeks by each script's twin flagged no-writes (scripts.generated.ts), so that a read-only replica answers: a
+ * store's peek shares its script run with consumes, and a replica refuses any script that may write.
+ */
+export function createReadWindow(client: Redis | Cluster, prefix: string): ReadWindow {
+  const runner = createScriptRunner(client)
+  return async (request) => {
+    const key = `${prefix}:${request.key}`
+    const { limit, windowMs, buckets, cost } = request
+    if (buckets !== undefined) {
+      const args = [limit, windowMs, buckets, cost, 'peek', 0, 0]
+      const reply = numbers(await runner.run(bucketedReadOnlyScript, [key], args), bucketedReadOnlyScript)
+      return toResult(reply, 0, reply[4] as number)
+    }
+    const reply = await runner.runBuffer(slidingLogReadOnlyScript, [key], [costWindowsCall('peek', [request])])
+    const [result] = readSlidingLog(reply, 1).windows
+    if (!result) throw new Error(`no answer for ${key}`)
+    return result
+  }
+}
