@@ -6,7 +6,7 @@ import { keySlot, type RedisCluster, startRedisCluster } from '@fleetlimit/test-
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import { Cluster } from 'ioredis'
-import { adaptClient } from '../../packages/core/src/store/script-client.js'
+import { adaptClient } from '../../packages/core/src/store/clients/adapt-client.js'
 import { describeStoreConformance } from '../support/conformance.js'
 import { describeHoldsAndRefunds } from '../support/holds.js'
 import { describePlans } from '../support/plans.js'

@@ -42,7 +42,12 @@ export {
   type OutboundLimiter,
 } from './outbound/limited-fetch.js'
 export type { BreakerState, CircuitBreakerOptions } from './store/circuit-breaker.js'
+export type {
+  IoredisClient,
+  NodeRedisClient,
+  NodeRedisCluster,
+  RedisStoreClient,
+} from './store/clients/adapt-client.js'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './store/memory-store.js'
 export { type RedisStoreOptions, redisStore } from './store/redis-store.js'
-export type { IoredisClient, NodeRedisClient, NodeRedisCluster, RedisStoreClient } from './store/script-client.js'
 export type { Store } from './store/store.js'

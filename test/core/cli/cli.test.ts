@@ -8,7 +8,7 @@ import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-s
 import { expect } from 'chai'
 import { Redis } from 'ioredis'
 import { USAGE } from '../../../packages/core/src/cli/args.js'
-import { adaptClient } from '../../../packages/core/src/store/script-client.js'
+import { adaptClient } from '../../../packages/core/src/store/clients/adapt-client.js'
 import { childMessages } from '../../support/child-messages.js'
 import { runCli } from '../../support/cli.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'

@@ -3,9 +3,9 @@ import { checkOptionNames, optionNames } from '../common/validate.js'
 import { createWeakSignal } from '../common/weak-signal.js'
 import { createCallBatcher } from './call-batcher.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
+import { adaptClient, type RedisStoreClient } from './clients/adapt-client.js'
 import { clusterSlot } from './cluster-slot.js'
 import { createRunBefore, type Deadline } from './guarded-call.js'
-import { adaptClient, type RedisStoreClient } from './script-client.js'
 import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript } from './scripts.generated.js'
 import { createServerSet, guardStore } from './server-set.js'
@@ -99,7 +99,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   const batcher = createCallBatcher(runner, adapter.cluster ? (key) => String(clusterSlot(key)) : () => '')
   // One watcher per client, however many stores share it: a store adds no listener of its own.
   const connection = adapter.watch()
-  // node-redis writes a turn's commands at its end (see script-client.ts): readySince then says when a held-up write
+  // node-redis writes a turn's commands at its end (see store/clients/): readySince then says when a held-up write
   // went out.
   const runBefore = createRunBefore(serverOf, connection, adapter.library === 'node-redis')
   // A client ready again after a lost connection: open breakers probe at the next call, not after their cool-down.

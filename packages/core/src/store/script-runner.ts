@@ -1,4 +1,5 @@
-import { adaptClient, type RedisStoreClient, type ScriptArgument } from './script-client.js'
+import { adaptClient, type RedisStoreClient } from './clients/adapt-client.js'
+import type { ScriptArgument } from './clients/client-adapter.js'
 import { replyCode } from './server-failure.js'
 
 /** A Lua script as generated from `lua/*.lua`: its source and the sha1 that `SCRIPT LOAD` returns. */
@@ -17,7 +18,7 @@ export interface ScriptRunner {
 /**
  * Runs scripts by `EVALSHA`, sending the source with `EVAL` when the server answers `NOSCRIPT` (after a
  * restart, a `SCRIPT FLUSH`, a failover, or a cluster's slot moved to another master). The client (ioredis or
- * node-redis, see script-client.ts) is used as given: nothing is defined on it. On a cluster, each call is
+ * node-redis, see store/clients/) is used as given: nothing is defined on it. On a cluster, each call is
  * routed by its first key.
  *
  * A connection runs its commands in order, and `EVAL` caches a script before it runs it: so the first call of a
