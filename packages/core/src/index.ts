@@ -10,21 +10,21 @@ export {
   RateLimitTimeoutError,
   StoreError,
 } from './common/errors.js'
+export type { Logger } from './common/logger.js'
 export type { Decision, DecisionSource } from './limiter/decision.js'
 export type { KeyInput } from './limiter/keys.js'
-export {
-  type AcquireOptions,
-  type CallLimit,
-  type ConsumeOptions,
-  createRateLimiter,
-  type LimiterEvents,
-  type LimiterStats,
-  type Logger,
-  type PeekOptions,
-  type RateLimiter,
-  type RateLimiterOptions,
-  type RefundResult,
-} from './limiter/limiter.js'
+export { createRateLimiter } from './limiter/limiter.js'
+export type {
+  AcquireOptions,
+  CallLimit,
+  ConsumeOptions,
+  LimiterEvents,
+  LimiterStats,
+  PeekOptions,
+  RateLimiter,
+  RateLimiterOptions,
+  RefundResult,
+} from './limiter/limiter-types.js'
 export type { LocalOptions } from './limiter/local-tier.js'
 export {
   type Algorithm,

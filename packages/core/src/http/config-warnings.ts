@@ -1,5 +1,5 @@
 import { isIPv6 } from 'node:net'
-import type { Logger } from '../limiter/limiter.js'
+import type { Logger } from '../common/logger.js'
 import type { FrameworkInfo, RequestInfo } from './http-options.js'
 
 /** Logs a warning of one kind, once; `message` is made only when it is logged. */

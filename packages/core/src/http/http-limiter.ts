@@ -1,7 +1,7 @@
 import { describe, type FleetlimitError, isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
-import type { CallLimit, RateLimiter } from '../limiter/limiter.js'
+import type { CallLimit, RateLimiter } from '../limiter/limiter-types.js'
 import { MAX_CONCURRENCY, MAX_LIMIT } from '../limiter/policy.js'
 import {
   createDefaultDenial,

@@ -1,5 +1,6 @@
 import { parseDuration } from '../common/duration.js'
 import { OptionError } from '../common/errors.js'
+import type { Logger } from '../common/logger.js'
 import {
   checkBoolean,
   checkInteger,
@@ -9,7 +10,8 @@ import {
   optionNames,
 } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
-import { type CallLimit, createRateLimiter, type Logger, type RateLimiter } from '../limiter/limiter.js'
+import { createRateLimiter } from '../limiter/limiter.js'
+import type { CallLimit, RateLimiter } from '../limiter/limiter-types.js'
 import type { LocalOptions } from '../limiter/local-tier.js'
 import {
   definePolicy,

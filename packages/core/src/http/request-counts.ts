@@ -1,9 +1,9 @@
 import { OptionError } from '../common/errors.js'
 import { combine, type Decision } from '../limiter/decision.js'
 import { type KeyInput, windowKey } from '../limiter/keys.js'
-import type { RateLimiter } from '../limiter/limiter.js'
 import { defaultCostOf } from '../limiter/limiter-options.js'
 import { storeOf } from '../limiter/limiter-stores.js'
+import type { RateLimiter } from '../limiter/limiter-types.js'
 import { type Policy, policyKeyName } from '../limiter/policy.js'
 
 /** How one limiter's calls map to store keys: its store, and each policy's key name and scope. */

@@ -1,6 +1,6 @@
 import { describe } from '../common/errors.js'
 import type { Decision } from '../limiter/decision.js'
-import type { RefundResult } from '../limiter/limiter.js'
+import type { RefundResult } from '../limiter/limiter-types.js'
 import { shown, type WarnOnce } from './config-warnings.js'
 import type { ResolvedHttpOptions } from './http-options.js'
 

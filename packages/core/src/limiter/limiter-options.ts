@@ -1,8 +1,9 @@
 import { OptionError } from '../common/errors.js'
+import type { Logger } from '../common/logger.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { memoryStore } from '../store/memory-store.js'
 import { contractGap, contractVersions, isStore, STORE_CONTRACT_VERSION, type Store } from '../store/store.js'
-import type { Logger, RateLimiterOptions } from './limiter.js'
+import type { RateLimiterOptions } from './limiter-types.js'
 import { resolveLocal } from './local-tier.js'
 import {
   bareDurations,

@@ -1,5 +1,5 @@
 import type { Store } from '../store/store.js'
-import type { RateLimiter } from './limiter.js'
+import type { RateLimiter } from './limiter-types.js'
 
 /**
  * The store each limiter decides on, for what must know whether two limiters share their windows (the HTTP layer

@@ -1,46 +1,21 @@
 import { parseDuration } from '../common/duration.js'
 import { createEmitter } from '../common/emitter.js'
-import { OptionError, type StoreError } from '../common/errors.js'
+import { OptionError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
-import type { BreakerState } from '../store/circuit-breaker.js'
 import { type ConsumeNow, consumeNowOf, type EntrySlot } from '../store/memory-store.js'
 import { serversOf } from '../store/server-set.js'
 import type { Lease, RefundRequest, SlotRequest, Store, WindowRequest, WindowResult } from '../store/store.js'
 import { createAcquireQueue } from './acquire-queue.js'
-import {
-  type Asked,
-  askOnce,
-  createAfterCall,
-  type Receipt,
-  type ReleaseResult,
-  type SettleOptions,
-  type SettleResult,
-  unitsOf,
-} from './after-call.js'
+import { type Asked, askOnce, createAfterCall, type Receipt, unitsOf } from './after-call.js'
 import { combine, type Decision, enforce, toDecision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
 import { type KeyInput, windowKey } from './keys.js'
 import { resolveLimiterOptions } from './limiter-options.js'
 import { withStore } from './limiter-stores.js'
-import { createLocalTier, type LocalOptions, noLocalCounts } from './local-tier.js'
-import { checkCost, MAX_HOLD_MS, MAX_LIMIT, type Policy, type PolicyOptions, policyKeyName } from './policy.js'
+import type { ConsumeOptions, LimiterEvents, RateLimiter, RateLimiterOptions, RefundResult } from './limiter-types.js'
+import { createLocalTier, noLocalCounts } from './local-tier.js'
+import { checkCost, MAX_HOLD_MS, MAX_LIMIT, policyKeyName } from './policy.js'
 import { createStoreCaller } from './store-caller.js'
-
-export interface RateLimiterOptions extends Partial<PolicyOptions> {
-  /** Where the windows live. Default: a new `memoryStore()` (this process only). */
-  store?: Store
-  /** Where the one warning per store outage (and the recovery note) go. Default: console. */
-  logger?: Logger
-  /** The local tier: a deny cache (on by default) and leases (off by default); false turns both off. */
-  local?: LocalOptions | false
-  /**
-   * Several policies decided together (instead of the policy options): a call is admitted only if
-   * every policy admits it, and only then counted in all of them, in one store call.
-   */
-  policies?: readonly (Policy | PolicyOptions)[]
-  /** The most `acquire()` waiters queued per key in this process; a call beyond it rejects at once. Default 1000. */
-  maxQueue?: number
-}
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
@@ -134,164 +109,6 @@ const newCall = (windows: readonly Window[], cost: number, costs?: readonly numb
 
 const CONSUME_OPTIONS = ['cost', 'limit']
 const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal', 'transitMs']
-
-/** A call's own limit: a whole number, or with several policies a map from policy name to limit. */
-export type CallLimit = number | Readonly<Record<string, number>>
-
-export interface PeekOptions {
-  /**
-   * This call's limit, such as the tenant's plan (the window and the key stay the policy's): a whole number, or
-   * with several policies a map from policy name to limit, a policy left out keeping its own. Default: the
-   * policy's. A tenant that changes plan keeps its admissions: a higher limit admits the difference at once, a
-   * lower one denies until the window drains to it.
-   */
-  limit?: CallLimit
-}
-
-/** A call's cost: a whole number, or with several policies a map from policy name to cost. */
-export type CallCost = number | Readonly<Record<string, number>>
-
-export interface ConsumeOptions extends PeekOptions {
-  /**
-   * Units this call consumes. Default: the policy's `cost` (1). With several policies, a map from policy name to
-   * cost gives each its own (a policy left out takes its `cost`), such as requests and tokens per minute. An
-   * in-flight policy takes one slot, whatever the cost.
-   */
-  cost?: CallCost
-}
-
-export interface AcquireOptions extends ConsumeOptions {
-  /** The longest time to wait for admission, in ms or as a duration string. Default: no limit. */
-  maxWaitMs?: number | string
-  /** Stops waiting: the promise rejects with the signal's reason. */
-  signal?: AbortSignal
-  /**
-   * How long the admitted call may take to be counted where it goes (an upstream that counts requests as they
-   * arrive), in ms or as a duration: its units count from the admission until this long plus a window, so that
-   * arrivals bunched by the network stay within a quota of the same limit and window. One sliding-log policy
-   * without `blockFor` only. Default 0.
-   */
-  transitMs?: number | string
-}
-
-export interface LimiterStats {
-  /** Decisions made (a call that failed closed made none). */
-  readonly decisions: number
-  readonly allowed: number
-  readonly denied: number
-  /** Of `allowed`, those a shadow policy would have denied. */
-  readonly shadowDenied: number
-  /** Units removed from the windows by refund(). */
-  readonly refundedUnits: number
-  /** Calls sent to the store for decisions. */
-  readonly storeCalls: number
-  /** Calls sent to the store to return a lease's unused units (off the request path). */
-  readonly releaseCalls: number
-  readonly localHits: number
-  /** Decisions made without the store: by the fallback window, or open. */
-  readonly degraded: number
-  /** Calls sent to the store that failed: an error reply, a lost connection, or a missed deadline. */
-  readonly storeErrors: number
-  /** Of storeErrors, those that missed the deadline (timeoutMs). */
-  readonly timeouts: number
-  /** Calls not sent because the store's breaker was open or its client disconnected. */
-  readonly shortCircuits: number
-  /** Times the store's breaker opened since this limiter was created. */
-  readonly breakerOpenings: number
-  /** Units reserved by leases, admitted from them, dropped unused at expiry, and returned to the store. */
-  readonly leasedUnits: number
-  readonly leaseUsedUnits: number
-  readonly expiredUnits: number
-  readonly returnedUnits: number
-}
-
-/** The limiter's events; `on` returns the unsubscribe function. */
-export type LimiterEvents = {
-  /** Every decision counted in `stats().decisions`. */
-  decision: [decision: Decision]
-  /** A call sent to the store (a short-circuited one is not sent), once it settled or missed the deadline. */
-  storeCall: [call: { readonly durationMs: number; readonly outcome: 'ok' | 'error' | 'timeout' }]
-  /**
-   * A decision could not use the store: the call was sent and failed ('error'), missed the deadline
-   * ('timeout'), or was not sent because the breaker was open or the client disconnected ('short-circuit').
-   */
-  storeError: [error: StoreError, kind: 'error' | 'timeout' | 'short-circuit']
-  /** A decision made without the store. */
-  degraded: [decision: Decision]
-  breakerOpen: []
-  breakerClose: []
-}
-
-/** What refund() did: `units` removed, or why none were. */
-export interface RefundResult {
-  readonly units: number
-  /**
-   * 'refunded'; 'denied' (a denial recorded nothing); 'already-refunded'; 'expired' (its units have left the
-   * window, or were returned); 'not-refundable' (made without the store, failing open, or let through by a
-   * shadow policy, or by another limiter); 'too-deep' (a sliding log has recorded more than 2,000 admissions at
-   * later instants on the key since: the units stay until they leave the window, as a refund would rewrite each
-   * of those entries).
-   */
-  readonly outcome: 'refunded' | 'denied' | 'already-refunded' | 'expired' | 'not-refundable' | 'too-deep'
-}
-
-export interface Logger {
-  warn(message: string): void
-  info?(message: string): void
-}
-
-export interface RateLimiter {
-  /** The policy (the first one, with `policies`). */
-  readonly policy: Policy
-  readonly policies: readonly Policy[]
-  /** The state of the store's circuit breaker; undefined for a store without one (the memory store). */
-  readonly breakerState: BreakerState | undefined
-  /** Admits and counts `cost` units now, or denies with the exact wait. Never waits. */
-  consume(key: KeyInput, options?: ConsumeOptions): Promise<Decision>
-  /** Waits, first-in first-out with this process's other waiters on the key, until admitted. */
-  acquire(key: KeyInput, options?: AcquireOptions): Promise<Decision>
-  /** The decision one unit would get now, without consuming anything. */
-  peek(key: KeyInput, options?: PeekOptions): Promise<Decision>
-  /**
-   * Forgets every unit of the key. Bounded like a decision: while the store is unreachable it rejects with a
-   * StoreError (at once, or at `timeoutMs`), whatever the policy's `onStoreError`.
-   */
-  reset(key: KeyInput): Promise<void>
-  /**
-   * Removes exactly the units this admitted decision recorded, atomically in every window it counted in (and what
-   * a settle of it changed, if the store applied it, whether or not its answer came); a denied, already refunded or
-   * expired decision is a no-op that says so. Also cached denials of the key in this process are dropped.
-   */
-  refund(decision: Decision): Promise<RefundResult>
-  /**
-   * Gives back the in-flight slots an admitted decision holds, at once, in every process (a waiting `acquire`
-   * anywhere is woken). Once per decision however often it is asked; a denied, forged or foreign decision, or one
-   * without slots, gives back nothing and says so.
-   */
-  release(decision: Decision): Promise<ReleaseResult>
-  /**
-   * Sets an admitted decision's units to its true cost, once known, in one atomic step: less gives the difference
-   * back exactly; more records the extra at the decision's time, so later calls wait for it (a window may go over
-   * its limit: `overLimit` says by how much). Once per decision; the same settle sent again (a retry after a
-   * timeout) changes nothing more, nor does one after a refund.
-   */
-  settle(decision: Decision, options: SettleOptions): Promise<SettleResult>
-  /**
-   * Denies every call on the key, in every process, for `ms` (ms or a duration string): `retryAfterMs` is the pause
-   * left. A longer pause in place stays. Other processes drop their cached denials and leases of the key on its message.
-   */
-  pause(key: KeyInput, ms: number | string): Promise<void>
-  /**
-   * Whether decisions come from the store now, for a readiness probe: false while the store's client is
-   * disconnected or its circuit breaker is open. An open breaker that may probe (its cool-down is over, or the
-   * client is ready again) is probed here with one peek, counted in `storeCalls`, so that a process that gets no
-   * traffic while out of a load balancer learns of the store's return. Never rejects; always true on an in-process
-   * store. On a Redis Cluster, false when any master's breaker is open.
-   */
-  ready(): Promise<boolean>
-  stats(): LimiterStats
-  on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): () => void
-}
 
 /**
  * Builds a limiter for one policy, or several decided together, on one store; every option is validated here,

@@ -1,5 +1,5 @@
+import type { Logger } from '../common/logger.js'
 import type { Store } from '../store/store.js'
-import type { Logger } from './limiter.js'
 import { type Policy, policyKeyName } from './policy.js'
 
 /** What a policy name stands for on one store: its limits as said in a warning, and whether it was warned about. */

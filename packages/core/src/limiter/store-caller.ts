@@ -1,11 +1,12 @@
 import type { Emitter } from '../common/emitter.js'
 import { StoreError } from '../common/errors.js'
+import type { Logger } from '../common/logger.js'
 import { type Deadline, DeadlineExceeded, DeadlineQueue, guardedCall, ShortCircuit } from '../store/guarded-call.js'
 import { isInProcessStore } from '../store/memory-store.js'
 import { replyCode } from '../store/server-failure.js'
 import { serversOf } from '../store/server-set.js'
 import type { Store } from '../store/store.js'
-import type { LimiterEvents, Logger } from './limiter.js'
+import type { LimiterEvents } from './limiter-types.js'
 
 /** What the store calls of one limiter counted: part of its stats(). */
 export interface StoreCallCounters {

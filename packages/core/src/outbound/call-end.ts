@@ -1,5 +1,5 @@
 import type { Decision } from '../limiter/decision.js'
-import type { CallCost, RateLimiter } from '../limiter/limiter.js'
+import type { CallCost, RateLimiter } from '../limiter/limiter-types.js'
 import { onBodyEnd } from './body-end.js'
 
 /** Reads an attempt's true cost from the upstream's response (a copy of it: the caller's body stays unread). */
