@@ -43,7 +43,7 @@ const lowestPeers: Record<string, string> = {
 }
 // Each package's entries: the files a consumer loads; anything else in dist is a chunk they share.
 const entries: Partial<Record<PackageName, string[]>> = { core: ['index', 'http', 'otel', 'store'] }
-const CHUNK = /^[\w]+-[\w-]{8}\.(mjs|cjs|d\.mts|d\.cts)$/
+const CHUNK = /^[\w-]+-[\w-]{8}\.(mjs|cjs|d\.mts|d\.cts)$/
 const REPOSITORY = 'https://github.com/fleetlimit/fleetlimit'
 
 // What a consumer does with the published tarball: a limiter from each module system, and an error
