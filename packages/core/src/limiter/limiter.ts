@@ -13,7 +13,7 @@ import { createDegradedMode, type Window } from './degraded.js'
 import type { KeyInput } from './keys.js'
 import { resolveLimiterOptions } from './limiter-options.js'
 import { withStore } from './limiter-stores.js'
-import type { LimiterEvents, RateLimiter, RateLimiterOptions } from './limiter-types.js'
+import type { AcquireOptions, LimiterEvents, RateLimiter, RateLimiterOptions } from './limiter-types.js'
 import { createLocalTier, noLocalCounts } from './local-tier.js'
 import { MAX_HOLD_MS } from './policy.js'
 import { Receipted } from './receipts.js'
@@ -190,27 +190,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
     async acquire(key, options) {
       const plan = plans.planOf(key, options, ACQUIRE_OPTIONS)
-      const maxWait = options?.maxWaitMs
-      const maxWaitMs =
-        maxWait === undefined || maxWait === Number.POSITIVE_INFINITY
-          ? Number.POSITIVE_INFINITY
-          : parseDuration(maxWait, 'maxWaitMs', { min: 0, max: 2_147_483_647 })
-      const signal = options?.signal
-      if (signal !== undefined && !(signal instanceof AbortSignal)) {
-        throw new OptionError('signal', signal, 'an AbortSignal')
-      }
-      // One queue per key and limits: its batches share what the store reported under those limits.
-      const id = options?.limit === undefined ? plan.id : `${plan.id}#${plan.tag}`
-      const transitMs =
-        options?.transitMs === undefined ? 0 : parseDuration(options.transitMs, 'transitMs', { max: first.window })
-      if (transitMs > 0 && !(leasable && store.lease)) {
-        throw new OptionError(
-          'transitMs',
-          options?.transitMs,
-          'a limiter of one sliding-log policy without blockFor (give a longer window as the margin instead)',
-        )
-      }
-      const queueKey = transitMs > 0 ? `${id}#transit` : id
+      const { queueKey, maxWaitMs, signal, transitMs } = acquireOptions(
+        plan,
+        options,
+        first.window,
+        leasable && !!store.lease,
+      )
       return acquireQueue.acquire(queueKey, { plan, transitMs }, plan.cost, maxWaitMs, signal, plan.costs)
     },
     async peek(key, options) {
@@ -253,6 +238,31 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     }),
     on: events.on,
   })
+}
+
+/** What acquire() waits under: its queue (one per key and limits), its longest wait, signal and transit margin. */
+function acquireOptions(plan: CallPlan, options: AcquireOptions | undefined, windowMs: number, canTransit: boolean) {
+  const maxWait = options?.maxWaitMs
+  const maxWaitMs =
+    maxWait === undefined || maxWait === Number.POSITIVE_INFINITY
+      ? Number.POSITIVE_INFINITY
+      : parseDuration(maxWait, 'maxWaitMs', { min: 0, max: 2_147_483_647 })
+  const signal = options?.signal
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new OptionError('signal', signal, 'an AbortSignal')
+  }
+  // One queue per key and limits: its batches share what the store reported under those limits.
+  const id = options?.limit === undefined ? plan.id : `${plan.id}#${plan.tag}`
+  const transitMs =
+    options?.transitMs === undefined ? 0 : parseDuration(options.transitMs, 'transitMs', { max: windowMs })
+  if (transitMs > 0 && !canTransit) {
+    throw new OptionError(
+      'transitMs',
+      options?.transitMs,
+      'a limiter of one sliding-log policy without blockFor (give a longer window as the margin instead)',
+    )
+  }
+  return { queueKey: transitMs > 0 ? `${id}#transit` : id, maxWaitMs, signal, transitMs }
 }
 
 /**
