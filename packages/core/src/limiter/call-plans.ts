@@ -1,0 +1,201 @@
+// A call's plan: what every call of one key needs and that does not change between them (its windows, ids and store
+// requests), built once per tenant (or route and tenant) and kept for the next calls.
+import { OptionError } from '../common/errors.js'
+import type { Mutable } from '../common/mutable.js'
+import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
+import type { EntrySlot } from '../store/memory-store.js'
+import type { WindowRequest } from '../store/store.js'
+import type { Window } from './degraded.js'
+import { type KeyInput, windowKey } from './keys.js'
+import type { ConsumeOptions } from './limiter-types.js'
+import { checkCost, MAX_LIMIT, type Policy, policyKeyName } from './policy.js'
+
+/**
+ * What a call is decided on: its windows (one per policy) and its cost, with what the local tier and the store
+ * look it up by. A plan kept for a key also keeps its store requests once built, and (as an EntrySlot) the memory
+ * store's entry of its key.
+ */
+export interface CallPlan extends EntrySlot {
+  readonly windows: readonly Window[]
+  /** The first window's store key: the tenant's server and guard. */
+  readonly key: string
+  /** The windows' keys: what the local tier caches answers and leases under. */
+  readonly id: string
+  /** The limits the call is made under: a cached denial or a lease serves only calls with the same limits. */
+  readonly tag: number | string
+  /** The call's cost; with `costs`, the largest of them. */
+  readonly cost: number
+  /** The cost in each window, when they differ (a cost map); an in-flight window's is 1, its one slot. */
+  readonly costs: readonly number[] | undefined
+  requests: WindowRequest[] | undefined
+}
+
+export function newPlan(windows: readonly Window[], cost: number, costs?: readonly number[]): CallPlan {
+  const first = windows[0] as Window
+  const one = windows.length === 1
+  return {
+    windows,
+    key: first.key,
+    id: one ? first.key : windows.map((w) => w.key).join(' '),
+    tag: one ? first.limit : windows.map((w) => w.limit).join(','),
+    cost,
+    costs,
+    requests: undefined,
+    entry: undefined,
+  }
+}
+
+/** A plan's store requests, built on its first call. */
+export function requestsOf(plan: CallPlan): WindowRequest[] {
+  plan.requests ??= windowRequests(plan.windows, plan.cost, plan.costs)
+  return plan.requests
+}
+
+/** The store requests of windows at a cost (or a cost per window). */
+export function windowRequests(windows: readonly Window[], cost: number, costs?: readonly number[]): WindowRequest[] {
+  // Plain assignments, not conditional spreads.
+  return windows.map(({ policy, key, limit }, i) => {
+    const request: Mutable<WindowRequest> = {
+      key,
+      limit,
+      windowMs: policy.window,
+      cost: costs ? (costs[i] as number) : cost,
+    }
+    if (policy.buckets !== undefined) request.buckets = policy.buckets
+    if (policy.blockFor > 0) request.blockMs = policy.blockFor
+    if (policy.shadow) request.shadow = true
+    if (policy.concurrency !== undefined) {
+      request.slots = true
+      request.cost = 1
+    }
+    return request
+  })
+}
+
+/** Tenants whose default plan a limiter keeps built: about 200 bytes each. */
+const CACHED_PLANS = 16_384
+
+export interface CallPlans {
+  /** The windows a key input counts in: one per policy, with its store key and this call's limit. */
+  windowsOf(input: KeyInput, limits: readonly number[] | undefined): Window[]
+  /** A call's plan: kept per key for a call with no options; the cost must fit in each of its limits. */
+  planOf(key: KeyInput, options: ConsumeOptions | undefined, accepted: readonly string[]): CallPlan
+  /** A call's limits, one per policy, or undefined for the policies' own. */
+  limitsOf(value: unknown): readonly number[] | undefined
+}
+
+/**
+ * The plans of one limiter's calls. A call with no options gets its key's plan (keys encoded and checked once),
+ * kept for the next calls up to CACHED_PLANS of each kind (by tenant; by route and tenant); past it, one of the
+ * first kept is dropped.
+ */
+export function createCallPlans(
+  policies: readonly [Policy, ...Policy[]],
+  defaultCost: number,
+  checkCallCost: (value: unknown) => number,
+): CallPlans {
+  const keyNames = policies.map(policyKeyName)
+  const policyNames = policies.map((p) => p.name)
+  const windowsOf = (input: KeyInput, limits: readonly number[] | undefined): Window[] =>
+    policies.map((policy, i) => {
+      const key = windowKey(keyNames[i] as string, policy.scope, input)
+      return { policy, key, limit: limits ? (limits[i] as number) : policy.limit }
+    })
+
+  const byTenant = new Map<string, CallPlan>()
+  // By route, then tenant: no key string is built to look a plan up. `undefined` is the route of `{ tenant }`.
+  const byRoute = new Map<string | undefined, Map<string, CallPlan>>()
+  let routePlans = 0
+
+  function tenantPlan(key: string): CallPlan {
+    let plan = byTenant.get(key)
+    if (plan === undefined) {
+      plan = newPlan(windowsOf(key, undefined), defaultCost)
+      if (byTenant.size >= CACHED_PLANS) byTenant.delete(byTenant.keys().next().value as string)
+      byTenant.set(key, plan)
+    }
+    return plan
+  }
+  function routePlan(key: Exclude<KeyInput, string>): CallPlan {
+    const tenant: unknown = key?.tenant
+    const route: unknown = key?.route
+    // Anything else is refused by windowsOf, with the error it names.
+    if (typeof tenant !== 'string' || (route !== undefined && typeof route !== 'string')) {
+      return newPlan(windowsOf(key, undefined), defaultCost)
+    }
+    let tenants = byRoute.get(route)
+    let plan = tenants?.get(tenant)
+    if (plan !== undefined) return plan
+    plan = newPlan(windowsOf(key, undefined), defaultCost)
+    if (routePlans >= CACHED_PLANS) dropOldestRoutePlan()
+    if (tenants === undefined) {
+      tenants = new Map()
+      byRoute.set(route, tenants)
+    }
+    tenants.set(tenant, plan)
+    routePlans++
+    return plan
+  }
+  function dropOldestRoutePlan() {
+    const [route, tenants] = byRoute.entries().next().value as [string | undefined, Map<string, CallPlan>]
+    tenants.delete(tenants.keys().next().value as string)
+    if (tenants.size === 0) byRoute.delete(route)
+    routePlans--
+  }
+
+  function limitsOf(value: unknown): readonly number[] | undefined {
+    if (value === undefined) return undefined
+    if (typeof value === 'number' && policies.length === 1) return [checkInteger(value, 'limit', 1, MAX_LIMIT)]
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new OptionError(
+        'limit',
+        value,
+        policies.length === 1
+          ? `a whole number from 1 to ${MAX_LIMIT}`
+          : `a map from policy name (${policyNames.join(', ')}) to limit: this limiter has several policies`,
+      )
+    }
+    // A Map's entries are not properties: read as an object it would name no limit, silently.
+    if (!isPlainObject(value)) {
+      throw new OptionError('limit', value, `a plain object from policy name (${policyNames.join(', ')}) to limit`)
+    }
+    checkOptionNames(value, 'limit', policyNames)
+    // Own entries only: a policy named `constructor` or `toString` that the map leaves out keeps its own limit.
+    const byName = value as Record<string, unknown>
+    return policies.map((p) => {
+      const given = Object.hasOwn(byName, p.name) ? byName[p.name] : undefined
+      return given === undefined ? p.limit : checkInteger(given, `limit.${p.name}`, 1, MAX_LIMIT)
+    })
+  }
+
+  /** A cost map's cost in each window: a policy left out takes its own; an in-flight window takes its one slot. */
+  function costsOf(value: object, limits: readonly number[] | undefined): number[] {
+    if (!isPlainObject(value)) {
+      throw new OptionError('cost', value, `a plain object from policy name (${policyNames.join(', ')}) to cost`)
+    }
+    checkOptionNames(value, 'cost', policyNames)
+    const byName = value as Record<string, unknown>
+    return policies.map((p, i) => {
+      if (p.concurrency !== undefined) return 1
+      const given = Object.hasOwn(byName, p.name) ? byName[p.name] : undefined
+      return given === undefined ? p.cost : checkCost(given, `cost.${p.name}`, limits ? (limits[i] as number) : p.limit)
+    })
+  }
+
+  return {
+    windowsOf,
+    limitsOf,
+    planOf(key, options, accepted) {
+      if (options === undefined) return typeof key === 'string' ? tenantPlan(key) : routePlan(key)
+      checkOptionNames(options, 'options', accepted)
+      const limits = limitsOf(options.limit)
+      if (typeof options.cost === 'object' && options.cost !== null && policies.length > 1) {
+        const costs = costsOf(options.cost, limits)
+        return newPlan(windowsOf(key, limits), Math.max(...costs), costs)
+      }
+      const cost = options.cost === undefined ? defaultCost : checkCallCost(options.cost)
+      if (limits) checkCost(cost, 'cost', Math.min(...limits.filter((_, i) => !policies[i]?.concurrency)))
+      return newPlan(windowsOf(key, limits), cost)
+    },
+  }
+}
