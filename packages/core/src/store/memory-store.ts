@@ -1,9 +1,10 @@
-import { describe, OptionError, StoreError } from '../common/errors.js'
+import { OptionError, StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { createWeakSignal } from '../common/weak-signal.js'
-import { Bucketed } from './bucketed.js'
-import { SlidingLog } from './sliding-log.js'
-import { SlotSet } from './slot-set.js'
+import type { Bucketed } from './bucketed.js'
+import { createKeyTable, type Entry, type EntrySlot, isIdle, otherAlgorithm } from './memory/key-table.js'
+import type { SlidingLog } from './sliding-log.js'
+import type { SlotSet } from './slot-set.js'
 import {
   type HoldRequest,
   type Lease,
@@ -19,6 +20,8 @@ import {
   type WindowRequest,
   type WindowResult,
 } from './store.js'
+
+export type { EntrySlot } from './memory/key-table.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -49,38 +52,6 @@ export interface MemoryStore extends Store {
   extend(slots: readonly SlotRequest[], ms: number): Promise<number>
   settle(requests: readonly SettleRequest[], id: string): Promise<StoreSettle>
   onSlotFree(listener: (keys: readonly string[] | undefined) => void): void
-}
-
-/** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
-type Entry =
-  | { readonly log: SlidingLog; readonly counter?: never; readonly slots?: never; windowMs: number; dropped: boolean }
-  | {
-      readonly counter: Bucketed
-      readonly log?: never
-      readonly slots?: never
-      windowMs: number
-      buckets: number
-      dropped: boolean
-    }
-  | { readonly slots: SlotSet; readonly log?: never; readonly counter?: never; windowMs: number; dropped: boolean }
-
-/** Which kind of window an entry holds, or a request asks for. */
-type Kind = 'log' | 'bucketed' | 'slots'
-const kindOf = (entry: Entry): Kind => (entry.log ? 'log' : entry.counter ? 'bucketed' : 'slots')
-const KIND_NAMES: Record<Kind, string> = { log: 'a sliding-log', bucketed: 'a bucketed', slots: 'an in-flight' }
-const kindAsked = (request: WindowRequest | LeaseRequest): Kind =>
-  'slots' in request && request.slots === true
-    ? 'slots'
-    : 'buckets' in request && request.buckets !== undefined
-      ? 'bucketed'
-      : 'log'
-
-/**
- * A caller's holder for one key's entry, kept between its calls on that key (see ConsumeNow.one): the entry is
- * used while the store holds it, and looked up again once the store dropped it.
- */
-export interface EntrySlot {
-  entry: unknown
 }
 
 /**
@@ -115,7 +86,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   // A V8 Map holds at most 2^24 entries.
   const maxKeys = checkInteger(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys', 1, 2 ** 24)
 
-  const entries = new Map<string, Entry>()
+  const table = createKeyTable(maxKeys)
+  const { entries, drop, logEntryOf, entriesOf } = table
   // Held keys (blocked or paused): until when (clock ms). Apart from the windows, so that a sweep of idle
   // windows keeps them; an ended hold is dropped when next read, or by a sweep.
   const holds = new Map<string, number>()
@@ -130,13 +102,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   let lastSweep = clock()
   // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
   let cursor: Iterator<[string, Entry]> | undefined
-
-  const isIdle = (entry: Entry, now: number) =>
-    entry.log
-      ? entry.log.isEmpty(now, entry.windowMs)
-      : entry.counter
-        ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
-        : entry.slots.isEmpty(now)
 
   /** Visits up to `visits` keys of the sweep in progress; returns how many it dropped. */
   function sweepSome(now: number, visits: number): number {
@@ -155,12 +120,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       }
     }
     return dropped
-  }
-
-  /** Forgets a key's entry; a slot that holds it looks the key up again. */
-  function drop(key: string, entry: Entry): void {
-    entries.delete(key)
-    entry.dropped = true
   }
 
   function sweep(): number {
@@ -234,31 +193,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     if (cursor !== undefined) sweepSome(now, SWEEP_VISITS_PER_CALL)
   }
 
-  const otherAlgorithm = (key: string, entry: Entry) =>
-    new StoreError(
-      `key ${describe(key)} holds ${KIND_NAMES[kindOf(entry)]} window; a call of another kind of window cannot use it`,
-    )
-  const storeFull = () =>
-    new StoreError(
-      `memory store full: it holds maxKeys (${maxKeys}) keys with live windows, so a new key is refused; raise maxKeys or use redisStore`,
-    )
-
-  /** entriesOf for one sliding-log request, with no array: its key's entry, from `slot` while the store holds it. */
-  function logEntryOf(request: WindowRequest, create: boolean, slot: EntrySlot | undefined): Entry {
-    let entry = slot?.entry as Entry | undefined
-    if (entry === undefined || entry.dropped) {
-      entry = entries.get(request.key)
-      if (entry === undefined) {
-        if (create && entries.size + 1 > maxKeys) throw storeFull()
-        entry = { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
-        if (create) entries.set(request.key, entry)
-      } else if (entry.log === undefined) throw otherAlgorithm(request.key, entry)
-      if (slot !== undefined) slot.entry = entry
-    }
-    entry.windowMs = request.windowMs
-    return entry
-  }
-
   /**
    * decide() for one sliding-log window, the common call, without the arrays and copies of the general case:
    * the same rules in the same order, so the model tests of one window hold for it.
@@ -278,40 +212,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     else if (recorded) (result as { recorded?: number }).recorded = at
     if (used === 0 && !recorded && log.isEmpty(now, request.windowMs) && !entry.dropped) drop(request.key, entry)
     return result
-  }
-
-  /**
-   * The entries for `requests`, created (when `create`) only once every request fits: a key of the other
-   * algorithm, or no room for a new key, rejects the call alone and changes nothing.
-   */
-  function entriesOf(requests: readonly (WindowRequest | LeaseRequest)[], create: boolean): Entry[] {
-    const found: (Entry | undefined)[] = []
-    let missing = 0
-    for (const request of requests) {
-      const entry = entries.get(request.key)
-      found.push(entry)
-      if (entry === undefined) missing++
-      else if (kindOf(entry) !== kindAsked(request)) throw otherAlgorithm(request.key, entry)
-    }
-    if (create && missing > 0 && entries.size + missing > maxKeys) throw storeFull()
-    return requests.map((request, i) => {
-      const buckets = 'buckets' in request ? request.buckets : undefined
-      let entry = found[i]
-      if (entry === undefined) {
-        const kind = kindAsked(request)
-        entry =
-          kind === 'log'
-            ? { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
-            : kind === 'slots'
-              ? { slots: new SlotSet(), windowMs: request.windowMs, dropped: !create }
-              : { counter: new Bucketed(), windowMs: request.windowMs, buckets: buckets as number, dropped: !create }
-        // A peek of an unknown key decides on a detached empty entry: it records nothing, so it needs no room.
-        if (create) entries.set(request.key, entry)
-      }
-      entry.windowMs = request.windowMs
-      if (entry.counter && buckets !== undefined) entry.buckets = buckets
-      return entry
-    })
   }
 
   /** All the windows admit together, or none records anything: the contract of the multi-key script. */
