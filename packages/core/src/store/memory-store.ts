@@ -3,6 +3,7 @@ import { checkInteger, checkOptionNames, optionNames } from '../common/validate.
 import { createWeakSignal } from '../common/weak-signal.js'
 import type { Bucketed } from './bucketed.js'
 import { createKeyTable, type Entry, type EntrySlot, isIdle, otherAlgorithm } from './memory/key-table.js'
+import { createSweep } from './memory/sweep.js'
 import type { SlidingLog } from './sliding-log.js'
 import type { SlotSet } from './slot-set.js'
 import {
@@ -54,12 +55,6 @@ export interface MemoryStore extends Store {
   onSlotFree(listener: (keys: readonly string[] | undefined) => void): void
 }
 
-/**
- * Keys the automatic sweep visits per call. A call adds at most a few keys, so the sweep outpaces them a
- * hundredfold, and no call pays for a million keys (about 70 µs per slice of live keys).
- */
-export const SWEEP_VISITS_PER_CALL = 1_000
-
 // A record over every option, so that an option added without its runtime name fails to compile.
 const OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, sweepIntervalMs: true, maxKeys: true })
 
@@ -99,36 +94,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const slotsFreed = createWeakSignal<[readonly string[] | undefined]>()
   // The last slot id given: ids are the clock's time, made unique and increasing.
   let lastSlot = Number.NEGATIVE_INFINITY
-  let lastSweep = clock()
-  // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
-  let cursor: Iterator<[string, Entry]> | undefined
-
-  /** Visits up to `visits` keys of the sweep in progress; returns how many it dropped. */
-  function sweepSome(now: number, visits: number): number {
-    cursor ??= entries.entries()
-    let dropped = 0
-    for (let i = 0; i < visits; i++) {
-      const next = cursor.next()
-      if (next.done) {
-        cursor = undefined
-        break
-      }
-      const [key, entry] = next.value
-      if (isIdle(entry, now)) {
-        drop(key, entry)
-        dropped++
-      }
-    }
-    return dropped
-  }
+  const { housekeep, sweepAll } = createSweep(table, {
+    maxKeys,
+    sweepIntervalMs,
+    start: clock(),
+    onStart: (now) => dropEndedMarkers(now),
+  })
 
   function sweep(): number {
     const now = clock()
-    lastSweep = now
-    cursor = undefined
     dropEndedHolds(now)
     dropEndedMarkers(now)
-    return sweepSome(now, Number.POSITIVE_INFINITY)
+    return sweepAll(now)
   }
 
   function dropEndedHolds(now: number): void {
@@ -181,16 +158,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     if (block <= 0) return result
     holdKey(request.key, now + block, now)
     return { ...result, remaining: 0, retryAfterMs: Math.max(result.retryAfterMs, block) }
-  }
-
-  /** A slice of sweeping per call; a store near its cap sweeps without waiting for the interval. */
-  function housekeep(now: number, adding: number): void {
-    if (cursor === undefined && (now - lastSweep >= sweepIntervalMs || entries.size + adding > maxKeys)) {
-      lastSweep = now
-      dropEndedMarkers(now)
-      cursor = entries.entries()
-    }
-    if (cursor !== undefined) sweepSome(now, SWEEP_VISITS_PER_CALL)
   }
 
   /**
