@@ -2,6 +2,7 @@ import { OptionError, StoreError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { createWeakSignal } from '../common/weak-signal.js'
 import type { Bucketed } from './bucketed.js'
+import { createHolds, held } from './memory/holds.js'
 import { createKeyTable, type Entry, type EntrySlot, isIdle, otherAlgorithm } from './memory/key-table.js'
 import { createSweep } from './memory/sweep.js'
 import type { SlidingLog } from './sliding-log.js'
@@ -83,9 +84,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 
   const table = createKeyTable(maxKeys)
   const { entries, drop, logEntryOf, entriesOf } = table
-  // Held keys (blocked or paused): until when (clock ms). Apart from the windows, so that a sweep of idle
-  // windows keeps them; an ended hold is dropped when next read, or by a sweep.
-  const holds = new Map<string, number>()
+  const { heldUntil, holdKey, blocked, end: endHold, dropEnded: dropEndedHolds } = createHolds(maxKeys)
   // Admissions settled or refunded, by id (lua/sliding-log.lua's markers): until when (clock ms) a settle or refund
   // sent again is answered as applied (past it, none of its units could count), and what the settle moved in each
   // window (none once refunded). Ended ones are dropped by the sweep.
@@ -108,56 +107,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return sweepAll(now)
   }
 
-  function dropEndedHolds(now: number): void {
-    for (const [key, until] of holds) if (until <= now) holds.delete(key)
-  }
-
   function dropEndedMarkers(now: number): void {
     for (const [id, { until }] of markers) if (until <= now) markers.delete(id)
-  }
-
-  /** Until when a key is held, or 0. */
-  function heldUntil(key: string, now: number): number {
-    const until = holds.size === 0 ? undefined : holds.get(key)
-    if (until === undefined) return 0
-    if (until > now) return until
-    holds.delete(key)
-    return 0
-  }
-
-  /** Holds a key until `until` unless it is held longer; at most maxKeys keys are held. */
-  function holdKey(key: string, until: number, now: number): void {
-    const current = holds.get(key)
-    if (current !== undefined && current >= until) return
-    if (current === undefined && holds.size >= maxKeys) {
-      dropEndedHolds(now)
-      if (holds.size >= maxKeys) {
-        throw new StoreError(
-          `memory store full: it holds maxKeys (${maxKeys}) held keys; raise maxKeys or use redisStore`,
-        )
-      }
-    }
-    holds.set(key, until)
-  }
-
-  /**
-   * A result on a held key: denied, with the wait until the hold ends (or until the cost fits, if later). A call
-   * that decides (a consume, a lease) has nothing left while the hold denies every call; a peek reports the
-   * window's own room, which tools read.
-   */
-  const held = (result: WindowResult, until: number, now: number, decides: boolean): WindowResult => ({
-    ...result,
-    allowed: false,
-    remaining: decides ? 0 : result.remaining,
-    retryAfterMs: Math.max(result.retryAfterMs, Math.ceil(until - now)),
-  })
-
-  /** A window denied for lack of room by a consume holds its key for its block. */
-  function blocked(request: WindowRequest, result: WindowResult, now: number): WindowResult {
-    const block = request.blockMs ?? 0
-    if (block <= 0) return result
-    holdKey(request.key, now + block, now)
-    return { ...result, remaining: 0, retryAfterMs: Math.max(result.retryAfterMs, block) }
   }
 
   /**
@@ -402,7 +353,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     reset: async (key) => {
       const entry = entries.get(key)
       if (entry !== undefined) drop(key, entry)
-      holds.delete(key)
+      endHold(key)
       changes.emit([key])
     },
     // Several limiters on this store each have their local tier: a reset or pause through one reaches the others.
