@@ -4,9 +4,9 @@ import { createWeakSignal } from '../common/weak-signal.js'
 import type { Bucketed } from './bucketed.js'
 import { createHolds, held } from './memory/holds.js'
 import { createKeyTable, type Entry, type EntrySlot, isIdle, otherAlgorithm } from './memory/key-table.js'
+import { createSlots } from './memory/slots.js'
 import { createSweep } from './memory/sweep.js'
 import type { SlidingLog } from './sliding-log.js'
-import type { SlotSet } from './slot-set.js'
 import {
   type HoldRequest,
   type Lease,
@@ -84,15 +84,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 
   const table = createKeyTable(maxKeys)
   const { entries, drop, logEntryOf, entriesOf } = table
+  const { slotResult, free, extend, onSlotFree } = createSlots(table, clock)
   const { heldUntil, holdKey, blocked, end: endHold, dropEnded: dropEndedHolds } = createHolds(maxKeys)
   // Admissions settled or refunded, by id (lua/sliding-log.lua's markers): until when (clock ms) a settle or refund
   // sent again is answered as applied (past it, none of its units could count), and what the settle moved in each
   // window (none once refunded). Ended ones are dropped by the sweep.
   const markers = new Map<string, { readonly until: number; readonly moved?: readonly number[] }>()
   const changes = createWeakSignal<[readonly string[] | undefined]>()
-  const slotsFreed = createWeakSignal<[readonly string[] | undefined]>()
-  // The last slot id given: ids are the clock's time, made unique and increasing.
-  let lastSlot = Number.NEGATIVE_INFINITY
   const { housekeep, sweepAll } = createSweep(table, {
     maxKeys,
     sweepIntervalMs,
@@ -193,51 +191,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return results
   }
 
-  /** A slot window's answer; `take`: a slot is taken for the call, its id the result's `recorded`. */
-  function slotResult(slots: SlotSet, request: WindowRequest, held: number, take: boolean, now: number): WindowResult {
-    if (!take) return slots.result(now, request.limit, held, false)
-    // The clock's time, unless a slot was given that id or a later one (the same instant, or a step back).
-    const id = now > lastSlot ? now : lastSlot + 1
-    lastSlot = id
-    slots.take(id, now + request.windowMs)
-    return { ...slots.result(now, request.limit, held, true), recorded: id }
-  }
-
-  /** The slot sets of the requests' keys (none for a key not held): a key of another kind fails the whole call. */
-  function slotSetsOf(slots: readonly SlotRequest[]): (SlotSet | undefined)[] {
-    return slots.map(({ key }) => {
-      const entry = entries.get(key)
-      if (entry !== undefined && entry.slots === undefined) throw otherAlgorithm(key, entry)
-      return entry?.slots
-    })
-  }
-
-  function free(slots: readonly SlotRequest[]): number {
-    const now = clock()
-    const sets = slotSetsOf(slots)
-    const keys = new Set<string>()
-    let count = 0
-    for (const [i, { key, slot }] of slots.entries()) {
-      if (!sets[i]?.free(slot, now)) continue
-      count++
-      keys.add(key)
-    }
-    if (keys.size > 0) {
-      const freed = [...keys]
-      // Heard after this call returns, never inside it.
-      queueMicrotask(() => slotsFreed.emit(freed))
-    }
-    return count
-  }
-
-  function extend(slots: readonly SlotRequest[], ms: number): number {
-    const now = clock()
-    const sets = slotSetsOf(slots)
-    let count = 0
-    for (const [i, { slot }] of slots.entries()) if (sets[i]?.extend(slot, now + ms, now)) count++
-    return count
-  }
-
   /**
    * lua/sliding-log.lua's settle: every window read before any is written; a delta applied at the entry's time in
    * each window that still holds the entry, once per id.
@@ -316,7 +269,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     free: async (slots) => free(slots),
     extend: async (slots, ms) => extend(slots, ms),
     settle: async (requests, id) => settle(requests, id),
-    onSlotFree: slotsFreed.add,
+    onSlotFree,
     refund: async (requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund> => {
       const now = clock()
       const marker = markerOf(id, now)
