@@ -3,7 +3,8 @@ import { checkInteger, checkOptionNames, optionNames } from '../common/validate.
 import { createWeakSignal } from '../common/weak-signal.js'
 import type { Bucketed } from './bucketed.js'
 import { createHolds, held } from './memory/holds.js'
-import { createKeyTable, type Entry, type EntrySlot, isIdle, otherAlgorithm } from './memory/key-table.js'
+import { createKeyTable, type Entry, type EntrySlot, isIdle } from './memory/key-table.js'
+import { createSettleRefund } from './memory/settle-refund.js'
 import { createSlots } from './memory/slots.js'
 import { createSweep } from './memory/sweep.js'
 import type { SlidingLog } from './sliding-log.js'
@@ -86,10 +87,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const { entries, drop, logEntryOf, entriesOf } = table
   const { slotResult, free, extend, onSlotFree } = createSlots(table, clock)
   const { heldUntil, holdKey, blocked, end: endHold, dropEnded: dropEndedHolds } = createHolds(maxKeys)
-  // Admissions settled or refunded, by id (lua/sliding-log.lua's markers): until when (clock ms) a settle or refund
-  // sent again is answered as applied (past it, none of its units could count), and what the settle moved in each
-  // window (none once refunded). Ended ones are dropped by the sweep.
-  const markers = new Map<string, { readonly until: number; readonly moved?: readonly number[] }>()
+  const { settle, refund, dropEnded: dropEndedMarkers } = createSettleRefund(table, clock)
   const changes = createWeakSignal<[readonly string[] | undefined]>()
   const { housekeep, sweepAll } = createSweep(table, {
     maxKeys,
@@ -103,10 +101,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     dropEndedHolds(now)
     dropEndedMarkers(now)
     return sweepAll(now)
-  }
-
-  function dropEndedMarkers(now: number): void {
-    for (const [id, { until }] of markers) if (until <= now) markers.delete(id)
   }
 
   /**
@@ -191,43 +185,6 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return results
   }
 
-  /**
-   * lua/sliding-log.lua's settle: every window read before any is written; a delta applied at the entry's time in
-   * each window that still holds the entry, once per id.
-   */
-  function settle(requests: readonly SettleRequest[], id: string): StoreSettle {
-    const now = clock()
-    // A key of another kind fails the call, as a Redis key of another type does.
-    const logs = requests.map(({ key }) => {
-      const entry = entries.get(key)
-      if (entry !== undefined && entry.log === undefined) throw otherAlgorithm(key, entry)
-      return entry?.log
-    })
-    // Each log's entries that have left the window dropped first, so that `has` finds live entries only.
-    const usedNow = () => requests.map(({ windowMs }, i) => logs[i]?.used(now, windowMs) ?? 0)
-    const before = usedNow()
-    const marker = markerOf(id, now)
-    if (marker) return { outcome: marker.moved ? 'already-settled' : 'refunded', used: before }
-    const holding = requests.map(({ recorded }, i) => logs[i]?.has(recorded) === true)
-    if (requests.some(({ recorded }, i) => holding[i] && logs[i]?.tooDeep(recorded))) {
-      return { outcome: 'too-deep', used: before }
-    }
-    if (!holding.includes(true)) return { outcome: 'expired', used: before }
-    let until = now
-    const moved = requests.map(({ recorded, windowMs, delta }, i) => {
-      until = Math.max(until, recorded + windowMs)
-      return holding[i] ? (logs[i]?.adjust(recorded, delta) ?? 0) : 0
-    })
-    markers.set(id, { until, moved })
-    return { outcome: 'settled', used: usedNow() }
-  }
-
-  /** The marker of an admission settled or refunded, while its units could count. */
-  const markerOf = (id: string, now: number) => {
-    const marker = markers.get(id)
-    return marker !== undefined && marker.until > now ? marker : undefined
-  }
-
   /** lua/sliding-log.lua's lease: units recorded at the lease's expiry, so each use before it stays covered. */
   function lease(request: LeaseRequest): LeaseResult {
     const now = clock()
@@ -270,34 +227,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     extend: async (slots, ms) => extend(slots, ms),
     settle: async (requests, id) => settle(requests, id),
     onSlotFree,
-    refund: async (requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund> => {
-      const now = clock()
-      const marker = markerOf(id, now)
-      if (marker && !marker.moved) return { units: 0, outcome: 'already-refunded' }
-      const live = (r: RefundRequest) => r.recorded > now - r.windowMs
-      if (requests.some((r) => live(r) && entries.get(r.key)?.log?.tooDeep(r.recorded))) {
-        return { units: 0, outcome: 'too-deep' }
-      }
-      let most = 0
-      let until = 0
-      for (const [i, request] of requests.entries()) {
-        const { key, windowMs, buckets, recorded } = request
-        const entry = entries.get(key)
-        // The admission's units, and what its settle moved (the marker says), never less than none.
-        const count = Math.max(0, (request.units ?? units) + (marker?.moved?.[i] ?? 0))
-        let removed = 0
-        if (entry?.log && live(request)) removed = entry.log.remove(recorded, count)
-        else if (entry?.counter && buckets !== undefined) {
-          removed = entry.counter.remove(now, recorded, count, windowMs, buckets)
-        }
-        most = Math.max(most, removed)
-        // Past any unit's exit, a bucket's included (a bucket is at most a window wide).
-        until = Math.max(until, recorded + (buckets === undefined ? 1 : 2) * windowMs)
-      }
-      if (most === 0) return { units: 0, outcome: 'expired' }
-      markers.set(id, { until })
-      return { units: most, outcome: 'refunded' }
-    },
+    refund: async (requests, units, id) => refund(requests, units, id),
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const now = clock()
       for (const { key } of requests) holdKey(key, now + ms, now)
