@@ -4,6 +4,7 @@ import { createWeakSignal } from '../common/weak-signal.js'
 import type { Bucketed } from './bucketed.js'
 import { createHolds, held } from './memory/holds.js'
 import { createKeyTable, type Entry, type EntrySlot, isIdle } from './memory/key-table.js'
+import { createLeases } from './memory/leases.js'
 import { createSettleRefund } from './memory/settle-refund.js'
 import { createSlots } from './memory/slots.js'
 import { createSweep } from './memory/sweep.js'
@@ -86,15 +87,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const table = createKeyTable(maxKeys)
   const { entries, drop, logEntryOf, entriesOf } = table
   const { slotResult, free, extend, onSlotFree } = createSlots(table, clock)
-  const { heldUntil, holdKey, blocked, end: endHold, dropEnded: dropEndedHolds } = createHolds(maxKeys)
+  const holds = createHolds(maxKeys)
+  const { heldUntil, holdKey, blocked, end: endHold, dropEnded: dropEndedHolds } = holds
   const { settle, refund, dropEnded: dropEndedMarkers } = createSettleRefund(table, clock)
   const changes = createWeakSignal<[readonly string[] | undefined]>()
-  const { housekeep, sweepAll } = createSweep(table, {
+  const sweeper = createSweep(table, {
     maxKeys,
     sweepIntervalMs,
     start: clock(),
     onStart: (now) => dropEndedMarkers(now),
   })
+  const { housekeep, sweepAll } = sweeper
+  const { lease, release } = createLeases(table, holds, sweeper, clock)
 
   function sweep(): number {
     const now = clock()
@@ -185,43 +189,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return results
   }
 
-  /** lua/sliding-log.lua's lease: units recorded at the lease's expiry, so each use before it stays covered. */
-  function lease(request: LeaseRequest): LeaseResult {
-    const now = clock()
-    housekeep(now, 1)
-    const entry = entriesOf([request], true)[0] as Entry
-    const log = entry.log as SlidingLog
-    const used = log.used(now, request.windowMs)
-    const available = request.limit - used
-    const until = heldUntil(request.key, now)
-    if (available >= request.min && !until) {
-      const granted = Math.min(request.want, available)
-      const score = log.add(now + request.ttlMs, granted)
-      const { resetMs } = log.result(now, request.limit, request.windowMs, 0, used + granted, true)
-      return {
-        allowed: true,
-        remaining: available - granted,
-        retryAfterMs: 0,
-        resetMs,
-        now,
-        lease: { windowMs: request.windowMs, score, granted, recorded: score },
-      }
-    }
-    const result = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
-    const denied = until ? held(result, until, now, true) : result
-    if (used === 0 && log.isEmpty(now, request.windowMs)) drop(request.key, entry)
-    return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0, recorded: 0 } }
-  }
-
   const store: MemoryStore = {
     [STORE]: true,
     consume: async (requests) => decide(requests, true),
     lease: async (request) => lease(request),
-    release: async (key, { score }, units) => {
-      // A key now of the other algorithm holds none of the lease's units: nothing to return.
-      const log = entries.get(key)?.log
-      if (log && !log.tooDeep(score)) log.remove(score, units)
-    },
+    release: async (key, lease, units) => release(key, lease, units),
     peek: async (requests) => decide(requests, false),
     free: async (slots) => free(slots),
     extend: async (slots, ms) => extend(slots, ms),
