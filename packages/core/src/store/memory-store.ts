@@ -1,14 +1,13 @@
-import { OptionError, StoreError } from '../common/errors.js'
+import { OptionError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { createWeakSignal } from '../common/weak-signal.js'
-import type { Bucketed } from './bucketed.js'
-import { createHolds, held } from './memory/holds.js'
-import { createKeyTable, type Entry, type EntrySlot, isIdle } from './memory/key-table.js'
+import { createDecisions } from './memory/decisions.js'
+import { createHolds } from './memory/holds.js'
+import { createKeyTable, type EntrySlot } from './memory/key-table.js'
 import { createLeases } from './memory/leases.js'
 import { createSettleRefund } from './memory/settle-refund.js'
 import { createSlots } from './memory/slots.js'
 import { createSweep } from './memory/sweep.js'
-import type { SlidingLog } from './sliding-log.js'
 import {
   type HoldRequest,
   type Lease,
@@ -85,130 +84,43 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const maxKeys = checkInteger(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys', 1, 2 ** 24)
 
   const table = createKeyTable(maxKeys)
-  const { entries, drop, logEntryOf, entriesOf } = table
-  const { slotResult, free, extend, onSlotFree } = createSlots(table, clock)
   const holds = createHolds(maxKeys)
-  const { heldUntil, holdKey, blocked, end: endHold, dropEnded: dropEndedHolds } = holds
-  const { settle, refund, dropEnded: dropEndedMarkers } = createSettleRefund(table, clock)
+  const slots = createSlots(table, clock)
+  const markers = createSettleRefund(table, clock)
+  const sweeper = createSweep(table, { maxKeys, sweepIntervalMs, start: clock(), onStart: markers.dropEnded })
+  const leases = createLeases(table, holds, sweeper, clock)
+  const { decide, decideLog } = createDecisions(table, holds, slots, sweeper, clock)
+  const { housekeep } = sweeper
+  const { entries } = table
   const changes = createWeakSignal<[readonly string[] | undefined]>()
-  const sweeper = createSweep(table, {
-    maxKeys,
-    sweepIntervalMs,
-    start: clock(),
-    onStart: (now) => dropEndedMarkers(now),
-  })
-  const { housekeep, sweepAll } = sweeper
-  const { lease, release } = createLeases(table, holds, sweeper, clock)
 
   function sweep(): number {
     const now = clock()
-    dropEndedHolds(now)
-    dropEndedMarkers(now)
-    return sweepAll(now)
-  }
-
-  /**
-   * decide() for one sliding-log window, the common call, without the arrays and copies of the general case:
-   * the same rules in the same order, so the model tests of one window hold for it.
-   */
-  function decideLog(request: WindowRequest, record: boolean, now: number, slot?: EntrySlot): WindowResult {
-    const entry = logEntryOf(request, record, slot)
-    const log = entry.log as SlidingLog
-    const used = log.used(now, request.windowMs)
-    const room = used + request.cost <= request.limit
-    const until = heldUntil(request.key, now)
-    const recorded = record && room && until === 0
-    const at = recorded ? log.add(now, request.cost) : 0
-    let result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
-    if (until) result = held(result, until, now, record)
-    else if (record && !room) result = blocked(request, result, now)
-    // A fresh object from log.result: the stamp is set on it rather than copied into another.
-    else if (recorded) (result as { recorded?: number }).recorded = at
-    if (used === 0 && !recorded && log.isEmpty(now, request.windowMs) && !entry.dropped) drop(request.key, entry)
-    return result
-  }
-
-  /** All the windows admit together, or none records anything: the contract of the multi-key script. */
-  function decide(requests: readonly WindowRequest[], record: boolean, now = clock()): WindowResult[] {
-    housekeep(now, requests.length)
-    const [only] = requests
-    if (requests.length === 1 && only?.buckets !== undefined) {
-      const entry = entriesOf(requests, record)[0] as Entry
-      const counter = entry.counter
-      const until = heldUntil(only.key, now)
-      let result = (counter as Bucketed).decide(
-        now,
-        only.limit,
-        only.windowMs,
-        only.buckets,
-        only.cost,
-        record && !until,
-      )
-      if (until) result = held(result, until, now, record)
-      else if (record && !result.allowed) result = blocked(only, result, now)
-      else if (record) result = { ...result, recorded: now }
-      if (!result.allowed || !record) {
-        if ((counter as Bucketed).isEmpty(now, only.windowMs, only.buckets) && !entry.dropped) drop(only.key, entry)
-      }
-      return [result]
-    }
-    if (requests.length === 1 && only !== undefined && only.slots !== true) return [decideLog(only, record, now)]
-    if (requests.some((request) => request.buckets !== undefined && request.slots !== true)) {
-      throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
-    }
-    const several = requests.length > 1
-    // Each window with its own cost; a slot window asks for one slot, whatever the cost.
-    const windows = entriesOf(requests, record).map((entry, i) => {
-      const request = requests[i] as WindowRequest
-      if (entry.slots) {
-        const used = entry.slots.held(now)
-        const room = used < request.limit
-        return { request, entry, used, room, until: 0, allowed: room }
-      }
-      const used = (entry.log as SlidingLog).used(now, request.windowMs)
-      const room = used + request.cost <= request.limit
-      const until = heldUntil(request.key, now)
-      return { request, entry, used, room, until, allowed: room && until === 0 }
-    })
-    // Shadow windows do not decide the call; each records what it would have admitted.
-    const admitted = record && windows.every((w) => w.allowed || (several && w.request.shadow))
-    const results = windows.map(({ request, entry, used, room, until, allowed }) => {
-      const recorded = admitted && allowed
-      if (entry.slots) return slotResult(entry.slots, request, used, recorded, now)
-      const log = entry.log as SlidingLog
-      const at = recorded ? log.add(now, request.cost) : undefined
-      const result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
-      if (until) return held(result, until, now, record)
-      if (record && !room) return blocked(request, result, now)
-      return at === undefined ? result : { ...result, recorded: at }
-    })
-    // A peek or a denial must not leave empty entries behind (a log with an emptied entry is not empty).
-    for (const { request, entry, used, allowed } of windows) {
-      if (used === 0 && !(admitted && allowed) && isIdle(entry, now) && !entry.dropped) drop(request.key, entry)
-    }
-    return results
+    holds.dropEnded(now)
+    markers.dropEnded(now)
+    return sweeper.sweepAll(now)
   }
 
   const store: MemoryStore = {
     [STORE]: true,
     consume: async (requests) => decide(requests, true),
-    lease: async (request) => lease(request),
-    release: async (key, lease, units) => release(key, lease, units),
+    lease: async (request) => leases.lease(request),
+    release: async (key, lease, units) => leases.release(key, lease, units),
     peek: async (requests) => decide(requests, false),
-    free: async (slots) => free(slots),
-    extend: async (slots, ms) => extend(slots, ms),
-    settle: async (requests, id) => settle(requests, id),
-    onSlotFree,
-    refund: async (requests, units, id) => refund(requests, units, id),
+    free: async (requests) => slots.free(requests),
+    extend: async (requests, ms) => slots.extend(requests, ms),
+    settle: async (requests, id) => markers.settle(requests, id),
+    onSlotFree: slots.onSlotFree,
+    refund: async (requests, units, id) => markers.refund(requests, units, id),
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const now = clock()
-      for (const { key } of requests) holdKey(key, now + ms, now)
+      for (const { key } of requests) holds.holdKey(key, now + ms, now)
       changes.emit(requests.map(({ key }) => key))
     },
     reset: async (key) => {
       const entry = entries.get(key)
-      if (entry !== undefined) drop(key, entry)
-      endHold(key)
+      if (entry !== undefined) table.drop(key, entry)
+      holds.end(key)
       changes.emit([key])
     },
     // Several limiters on this store each have their local tier: a reset or pause through one reaches the others.
