@@ -15,6 +15,7 @@ module.exports = {
     'test/core/options-mistakes.test.ts',
     'test/core/limiter/acquire-queue.test.ts',
     'test/core/limiter/deny-cache.test.ts',
+    'test/core/limiter/key-queue.test.ts',
     'test/core/limiter/keys.test.ts',
     'test/core/limiter/limiter.test.ts',
     'test/core/limiter/policy.test.ts',
