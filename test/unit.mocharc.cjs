@@ -26,6 +26,7 @@ module.exports = {
     'test/core/store/call-batcher.test.ts',
     'test/core/store/call-gate.test.ts',
     'test/core/store/guarded-call.test.ts',
+    'test/core/store/memory/*.test.ts',
     'test/core/store/memory-store.test.ts',
     'test/core/store/memory-store-bounds.test.ts',
     'test/core/store/memory-store-slots.test.ts',
