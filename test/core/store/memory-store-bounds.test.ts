@@ -1,6 +1,6 @@
 import { createRateLimiter, isFleetlimitError, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
-import { SWEEP_VISITS_PER_CALL } from '../../../packages/core/src/store/memory-store.js'
+import { SWEEP_VISITS_PER_CALL } from '../../../packages/core/src/store/memory/sweep.js'
 import type { WindowResult } from '../../../packages/core/src/store/store.js'
 
 /** The rejection of `call`, which must reject. */

@@ -127,6 +127,41 @@ export function resolveLocal(value: unknown, limit: number, windowMs: number) {
   return { denyCacheSize, lease, leaseTtlMs, maxLeaseTtlMs }
 }
 
+/** Sets `id` as the newest of `map`, dropping the oldest beyond `max`. */
+function touch<V>(map: Map<string, V>, id: string, value: V, max: number) {
+  map.delete(id)
+  map.set(id, value)
+  // Oldest first: a Map keeps insertion order, so this is a least-recently-used bound.
+  if (map.size > max) map.delete(map.keys().next().value as string)
+}
+
+/** A decision `elapsed` ms on, from `source`: one new object, no spread, its fields in the decision's order. */
+function age(decision: Decision, elapsed: number, source: Decision['source']): Decision {
+  const aged: { -readonly [K in keyof Decision]: Decision[K] } = {
+    allowed: decision.allowed,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    retryAfterMs: Math.max(0, Math.ceil(decision.retryAfterMs - elapsed)),
+    resetMs: Math.max(0, Math.ceil(decision.resetMs - elapsed)),
+    source,
+    policy: decision.policy,
+  }
+  if (decision.policies) aged.policies = decision.policies.map((d) => age(d, elapsed, d.source))
+  if (decision.shadowDenied !== undefined) aged.shadowDenied = decision.shadowDenied
+  if (decision.shadow !== undefined) aged.shadow = decision.shadow
+  return aged
+}
+
+/**
+ * What a denial may answer later: with several policies, those that denied. The others' figures change with
+ * every call counted in them meanwhile (another route's, another process's), which the cache cannot see.
+ */
+function known(decision: Decision): Decision {
+  const { policies } = decision
+  if (policies === undefined || policies.every((d) => !d.allowed)) return decision
+  return { ...decision, policies: policies.filter((d) => !d.allowed) }
+}
+
 /**
  * The local tier: a deny cache and leases, both exact. A cached denial is the store's own answer counting
  * down (from the time the question was sent, so it never outlives the store's); a lease's units are
@@ -148,13 +183,6 @@ export function createLocalTier(
   // before it may predate the change, so it is not cached. Any key's change counts: they are rare.
   let changedAt = Number.NEGATIVE_INFINITY
 
-  function touch<V>(map: Map<string, V>, id: string, value: V, max: number) {
-    map.delete(id)
-    map.set(id, value)
-    // Oldest first: a Map keeps insertion order, so this is a least-recently-used bound.
-    if (map.size > max) map.delete(map.keys().next().value as string)
-  }
-
   function expire(id: string, entry: LeaseEntry) {
     entry.timer?.cancel()
     if (leases.get(id) === entry) leases.delete(id)
@@ -174,33 +202,6 @@ export function createLocalTier(
 
   // Resets and pauses made in any process reach this tier: held weakly by the store, kept alive by the tier.
   if (config.denyCacheSize > 0 || config.lease !== false) store.onKeyChange?.(keysChanged)
-
-  /** A decision `elapsed` ms on, from `source`: one new object, no spread, its fields in the decision's order. */
-  function age(decision: Decision, elapsed: number, source: Decision['source']): Decision {
-    const aged: { -readonly [K in keyof Decision]: Decision[K] } = {
-      allowed: decision.allowed,
-      limit: decision.limit,
-      remaining: decision.remaining,
-      retryAfterMs: Math.max(0, Math.ceil(decision.retryAfterMs - elapsed)),
-      resetMs: Math.max(0, Math.ceil(decision.resetMs - elapsed)),
-      source,
-      policy: decision.policy,
-    }
-    if (decision.policies) aged.policies = decision.policies.map((d) => age(d, elapsed, d.source))
-    if (decision.shadowDenied !== undefined) aged.shadowDenied = decision.shadowDenied
-    if (decision.shadow !== undefined) aged.shadow = decision.shadow
-    return aged
-  }
-
-  /**
-   * What a denial may answer later: with several policies, those that denied. The others' figures change with
-   * every call counted in them meanwhile (another route's, another process's), which the cache cannot see.
-   */
-  function known(decision: Decision): Decision {
-    const { policies } = decision
-    if (policies === undefined || policies.every((d) => !d.allowed)) return decision
-    return { ...decision, policies: policies.filter((d) => !d.allowed) }
-  }
 
   /** The cached denial of `id` that answers this call at `at`, aged; an ended one is dropped. */
   function denialAt(id: string, cost: number, limits: Limits, at: number): Decision | undefined {

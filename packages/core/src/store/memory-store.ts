@@ -1,9 +1,13 @@
-import { describe, OptionError, StoreError } from '../common/errors.js'
+import { OptionError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { createWeakSignal } from '../common/weak-signal.js'
-import { Bucketed } from './bucketed.js'
-import { SlidingLog } from './sliding-log.js'
-import { SlotSet } from './slot-set.js'
+import { createDecisions } from './memory/decisions.js'
+import { createHolds } from './memory/holds.js'
+import { createKeyTable, type EntrySlot } from './memory/key-table.js'
+import { createLeases } from './memory/leases.js'
+import { createSettleRefund } from './memory/settle-refund.js'
+import { createSlots } from './memory/slots.js'
+import { createSweep } from './memory/sweep.js'
 import {
   type HoldRequest,
   type Lease,
@@ -19,6 +23,8 @@ import {
   type WindowRequest,
   type WindowResult,
 } from './store.js'
+
+export type { EntrySlot } from './memory/key-table.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -51,44 +57,6 @@ export interface MemoryStore extends Store {
   onSlotFree(listener: (keys: readonly string[] | undefined) => void): void
 }
 
-/** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
-type Entry =
-  | { readonly log: SlidingLog; readonly counter?: never; readonly slots?: never; windowMs: number; dropped: boolean }
-  | {
-      readonly counter: Bucketed
-      readonly log?: never
-      readonly slots?: never
-      windowMs: number
-      buckets: number
-      dropped: boolean
-    }
-  | { readonly slots: SlotSet; readonly log?: never; readonly counter?: never; windowMs: number; dropped: boolean }
-
-/** Which kind of window an entry holds, or a request asks for. */
-type Kind = 'log' | 'bucketed' | 'slots'
-const kindOf = (entry: Entry): Kind => (entry.log ? 'log' : entry.counter ? 'bucketed' : 'slots')
-const KIND_NAMES: Record<Kind, string> = { log: 'a sliding-log', bucketed: 'a bucketed', slots: 'an in-flight' }
-const kindAsked = (request: WindowRequest | LeaseRequest): Kind =>
-  'slots' in request && request.slots === true
-    ? 'slots'
-    : 'buckets' in request && request.buckets !== undefined
-      ? 'bucketed'
-      : 'log'
-
-/**
- * A caller's holder for one key's entry, kept between its calls on that key (see ConsumeNow.one): the entry is
- * used while the store holds it, and looked up again once the store dropped it.
- */
-export interface EntrySlot {
-  entry: unknown
-}
-
-/**
- * Keys the automatic sweep visits per call. A call adds at most a few keys, so the sweep outpaces them a
- * hundredfold, and no call pays for a million keys (about 70 µs per slice of live keys).
- */
-export const SWEEP_VISITS_PER_CALL = 1_000
-
 // A record over every option, so that an option added without its runtime name fails to compile.
 const OPTION_NAMES = optionNames<MemoryStoreOptions>({ clock: true, sweepIntervalMs: true, maxKeys: true })
 
@@ -115,427 +83,44 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   // A V8 Map holds at most 2^24 entries.
   const maxKeys = checkInteger(options.maxKeys ?? 1_000_000, 'memoryStore.maxKeys', 1, 2 ** 24)
 
-  const entries = new Map<string, Entry>()
-  // Held keys (blocked or paused): until when (clock ms). Apart from the windows, so that a sweep of idle
-  // windows keeps them; an ended hold is dropped when next read, or by a sweep.
-  const holds = new Map<string, number>()
-  // Admissions settled or refunded, by id (lua/sliding-log.lua's markers): until when (clock ms) a settle or refund
-  // sent again is answered as applied (past it, none of its units could count), and what the settle moved in each
-  // window (none once refunded). Ended ones are dropped by the sweep.
-  const markers = new Map<string, { readonly until: number; readonly moved?: readonly number[] }>()
+  const table = createKeyTable(maxKeys)
+  const holds = createHolds(maxKeys)
+  const slots = createSlots(table, clock)
+  const markers = createSettleRefund(table, clock)
+  const sweeper = createSweep(table, { maxKeys, sweepIntervalMs, start: clock(), onStart: markers.dropEnded })
+  const leases = createLeases(table, holds, sweeper, clock)
+  const { decide, decideLog } = createDecisions(table, holds, slots, sweeper, clock)
+  const { housekeep } = sweeper
+  const { entries } = table
   const changes = createWeakSignal<[readonly string[] | undefined]>()
-  const slotsFreed = createWeakSignal<[readonly string[] | undefined]>()
-  // The last slot id given: ids are the clock's time, made unique and increasing.
-  let lastSlot = Number.NEGATIVE_INFINITY
-  let lastSweep = clock()
-  // The sweep in progress: a Map iterator resumes where it stopped, and sees keys added since.
-  let cursor: Iterator<[string, Entry]> | undefined
-
-  const isIdle = (entry: Entry, now: number) =>
-    entry.log
-      ? entry.log.isEmpty(now, entry.windowMs)
-      : entry.counter
-        ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
-        : entry.slots.isEmpty(now)
-
-  /** Visits up to `visits` keys of the sweep in progress; returns how many it dropped. */
-  function sweepSome(now: number, visits: number): number {
-    cursor ??= entries.entries()
-    let dropped = 0
-    for (let i = 0; i < visits; i++) {
-      const next = cursor.next()
-      if (next.done) {
-        cursor = undefined
-        break
-      }
-      const [key, entry] = next.value
-      if (isIdle(entry, now)) {
-        drop(key, entry)
-        dropped++
-      }
-    }
-    return dropped
-  }
-
-  /** Forgets a key's entry; a slot that holds it looks the key up again. */
-  function drop(key: string, entry: Entry): void {
-    entries.delete(key)
-    entry.dropped = true
-  }
 
   function sweep(): number {
     const now = clock()
-    lastSweep = now
-    cursor = undefined
-    dropEndedHolds(now)
-    dropEndedMarkers(now)
-    return sweepSome(now, Number.POSITIVE_INFINITY)
-  }
-
-  function dropEndedHolds(now: number): void {
-    for (const [key, until] of holds) if (until <= now) holds.delete(key)
-  }
-
-  function dropEndedMarkers(now: number): void {
-    for (const [id, { until }] of markers) if (until <= now) markers.delete(id)
-  }
-
-  /** Until when a key is held, or 0. */
-  function heldUntil(key: string, now: number): number {
-    const until = holds.size === 0 ? undefined : holds.get(key)
-    if (until === undefined) return 0
-    if (until > now) return until
-    holds.delete(key)
-    return 0
-  }
-
-  /** Holds a key until `until` unless it is held longer; at most maxKeys keys are held. */
-  function holdKey(key: string, until: number, now: number): void {
-    const current = holds.get(key)
-    if (current !== undefined && current >= until) return
-    if (current === undefined && holds.size >= maxKeys) {
-      dropEndedHolds(now)
-      if (holds.size >= maxKeys) {
-        throw new StoreError(
-          `memory store full: it holds maxKeys (${maxKeys}) held keys; raise maxKeys or use redisStore`,
-        )
-      }
-    }
-    holds.set(key, until)
-  }
-
-  /**
-   * A result on a held key: denied, with the wait until the hold ends (or until the cost fits, if later). A call
-   * that decides (a consume, a lease) has nothing left while the hold denies every call; a peek reports the
-   * window's own room, which tools read.
-   */
-  const held = (result: WindowResult, until: number, now: number, decides: boolean): WindowResult => ({
-    ...result,
-    allowed: false,
-    remaining: decides ? 0 : result.remaining,
-    retryAfterMs: Math.max(result.retryAfterMs, Math.ceil(until - now)),
-  })
-
-  /** A window denied for lack of room by a consume holds its key for its block. */
-  function blocked(request: WindowRequest, result: WindowResult, now: number): WindowResult {
-    const block = request.blockMs ?? 0
-    if (block <= 0) return result
-    holdKey(request.key, now + block, now)
-    return { ...result, remaining: 0, retryAfterMs: Math.max(result.retryAfterMs, block) }
-  }
-
-  /** A slice of sweeping per call; a store near its cap sweeps without waiting for the interval. */
-  function housekeep(now: number, adding: number): void {
-    if (cursor === undefined && (now - lastSweep >= sweepIntervalMs || entries.size + adding > maxKeys)) {
-      lastSweep = now
-      dropEndedMarkers(now)
-      cursor = entries.entries()
-    }
-    if (cursor !== undefined) sweepSome(now, SWEEP_VISITS_PER_CALL)
-  }
-
-  const otherAlgorithm = (key: string, entry: Entry) =>
-    new StoreError(
-      `key ${describe(key)} holds ${KIND_NAMES[kindOf(entry)]} window; a call of another kind of window cannot use it`,
-    )
-  const storeFull = () =>
-    new StoreError(
-      `memory store full: it holds maxKeys (${maxKeys}) keys with live windows, so a new key is refused; raise maxKeys or use redisStore`,
-    )
-
-  /** entriesOf for one sliding-log request, with no array: its key's entry, from `slot` while the store holds it. */
-  function logEntryOf(request: WindowRequest, create: boolean, slot: EntrySlot | undefined): Entry {
-    let entry = slot?.entry as Entry | undefined
-    if (entry === undefined || entry.dropped) {
-      entry = entries.get(request.key)
-      if (entry === undefined) {
-        if (create && entries.size + 1 > maxKeys) throw storeFull()
-        entry = { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
-        if (create) entries.set(request.key, entry)
-      } else if (entry.log === undefined) throw otherAlgorithm(request.key, entry)
-      if (slot !== undefined) slot.entry = entry
-    }
-    entry.windowMs = request.windowMs
-    return entry
-  }
-
-  /**
-   * decide() for one sliding-log window, the common call, without the arrays and copies of the general case:
-   * the same rules in the same order, so the model tests of one window hold for it.
-   */
-  function decideLog(request: WindowRequest, record: boolean, now: number, slot?: EntrySlot): WindowResult {
-    const entry = logEntryOf(request, record, slot)
-    const log = entry.log as SlidingLog
-    const used = log.used(now, request.windowMs)
-    const room = used + request.cost <= request.limit
-    const until = heldUntil(request.key, now)
-    const recorded = record && room && until === 0
-    const at = recorded ? log.add(now, request.cost) : 0
-    let result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
-    if (until) result = held(result, until, now, record)
-    else if (record && !room) result = blocked(request, result, now)
-    // A fresh object from log.result: the stamp is set on it rather than copied into another.
-    else if (recorded) (result as { recorded?: number }).recorded = at
-    if (used === 0 && !recorded && log.isEmpty(now, request.windowMs) && !entry.dropped) drop(request.key, entry)
-    return result
-  }
-
-  /**
-   * The entries for `requests`, created (when `create`) only once every request fits: a key of the other
-   * algorithm, or no room for a new key, rejects the call alone and changes nothing.
-   */
-  function entriesOf(requests: readonly (WindowRequest | LeaseRequest)[], create: boolean): Entry[] {
-    const found: (Entry | undefined)[] = []
-    let missing = 0
-    for (const request of requests) {
-      const entry = entries.get(request.key)
-      found.push(entry)
-      if (entry === undefined) missing++
-      else if (kindOf(entry) !== kindAsked(request)) throw otherAlgorithm(request.key, entry)
-    }
-    if (create && missing > 0 && entries.size + missing > maxKeys) throw storeFull()
-    return requests.map((request, i) => {
-      const buckets = 'buckets' in request ? request.buckets : undefined
-      let entry = found[i]
-      if (entry === undefined) {
-        const kind = kindAsked(request)
-        entry =
-          kind === 'log'
-            ? { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
-            : kind === 'slots'
-              ? { slots: new SlotSet(), windowMs: request.windowMs, dropped: !create }
-              : { counter: new Bucketed(), windowMs: request.windowMs, buckets: buckets as number, dropped: !create }
-        // A peek of an unknown key decides on a detached empty entry: it records nothing, so it needs no room.
-        if (create) entries.set(request.key, entry)
-      }
-      entry.windowMs = request.windowMs
-      if (entry.counter && buckets !== undefined) entry.buckets = buckets
-      return entry
-    })
-  }
-
-  /** All the windows admit together, or none records anything: the contract of the multi-key script. */
-  function decide(requests: readonly WindowRequest[], record: boolean, now = clock()): WindowResult[] {
-    housekeep(now, requests.length)
-    const [only] = requests
-    if (requests.length === 1 && only?.buckets !== undefined) {
-      const entry = entriesOf(requests, record)[0] as Entry
-      const counter = entry.counter
-      const until = heldUntil(only.key, now)
-      let result = (counter as Bucketed).decide(
-        now,
-        only.limit,
-        only.windowMs,
-        only.buckets,
-        only.cost,
-        record && !until,
-      )
-      if (until) result = held(result, until, now, record)
-      else if (record && !result.allowed) result = blocked(only, result, now)
-      else if (record) result = { ...result, recorded: now }
-      if (!result.allowed || !record) {
-        if ((counter as Bucketed).isEmpty(now, only.windowMs, only.buckets) && !entry.dropped) drop(only.key, entry)
-      }
-      return [result]
-    }
-    if (requests.length === 1 && only !== undefined && only.slots !== true) return [decideLog(only, record, now)]
-    if (requests.some((request) => request.buckets !== undefined && request.slots !== true)) {
-      throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
-    }
-    const several = requests.length > 1
-    // Each window with its own cost; a slot window asks for one slot, whatever the cost.
-    const windows = entriesOf(requests, record).map((entry, i) => {
-      const request = requests[i] as WindowRequest
-      if (entry.slots) {
-        const used = entry.slots.held(now)
-        const room = used < request.limit
-        return { request, entry, used, room, until: 0, allowed: room }
-      }
-      const used = (entry.log as SlidingLog).used(now, request.windowMs)
-      const room = used + request.cost <= request.limit
-      const until = heldUntil(request.key, now)
-      return { request, entry, used, room, until, allowed: room && until === 0 }
-    })
-    // Shadow windows do not decide the call; each records what it would have admitted.
-    const admitted = record && windows.every((w) => w.allowed || (several && w.request.shadow))
-    const results = windows.map(({ request, entry, used, room, until, allowed }) => {
-      const recorded = admitted && allowed
-      if (entry.slots) return slotResult(entry.slots, request, used, recorded, now)
-      const log = entry.log as SlidingLog
-      const at = recorded ? log.add(now, request.cost) : undefined
-      const result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
-      if (until) return held(result, until, now, record)
-      if (record && !room) return blocked(request, result, now)
-      return at === undefined ? result : { ...result, recorded: at }
-    })
-    // A peek or a denial must not leave empty entries behind (a log with an emptied entry is not empty).
-    for (const { request, entry, used, allowed } of windows) {
-      if (used === 0 && !(admitted && allowed) && isIdle(entry, now) && !entry.dropped) drop(request.key, entry)
-    }
-    return results
-  }
-
-  /** A slot window's answer; `take`: a slot is taken for the call, its id the result's `recorded`. */
-  function slotResult(slots: SlotSet, request: WindowRequest, held: number, take: boolean, now: number): WindowResult {
-    if (!take) return slots.result(now, request.limit, held, false)
-    // The clock's time, unless a slot was given that id or a later one (the same instant, or a step back).
-    const id = now > lastSlot ? now : lastSlot + 1
-    lastSlot = id
-    slots.take(id, now + request.windowMs)
-    return { ...slots.result(now, request.limit, held, true), recorded: id }
-  }
-
-  /** The slot sets of the requests' keys (none for a key not held): a key of another kind fails the whole call. */
-  function slotSetsOf(slots: readonly SlotRequest[]): (SlotSet | undefined)[] {
-    return slots.map(({ key }) => {
-      const entry = entries.get(key)
-      if (entry !== undefined && entry.slots === undefined) throw otherAlgorithm(key, entry)
-      return entry?.slots
-    })
-  }
-
-  function free(slots: readonly SlotRequest[]): number {
-    const now = clock()
-    const sets = slotSetsOf(slots)
-    const keys = new Set<string>()
-    let count = 0
-    for (const [i, { key, slot }] of slots.entries()) {
-      if (!sets[i]?.free(slot, now)) continue
-      count++
-      keys.add(key)
-    }
-    if (keys.size > 0) {
-      const freed = [...keys]
-      // Heard after this call returns, never inside it.
-      queueMicrotask(() => slotsFreed.emit(freed))
-    }
-    return count
-  }
-
-  function extend(slots: readonly SlotRequest[], ms: number): number {
-    const now = clock()
-    const sets = slotSetsOf(slots)
-    let count = 0
-    for (const [i, { slot }] of slots.entries()) if (sets[i]?.extend(slot, now + ms, now)) count++
-    return count
-  }
-
-  /**
-   * lua/sliding-log.lua's settle: every window read before any is written; a delta applied at the entry's time in
-   * each window that still holds the entry, once per id.
-   */
-  function settle(requests: readonly SettleRequest[], id: string): StoreSettle {
-    const now = clock()
-    // A key of another kind fails the call, as a Redis key of another type does.
-    const logs = requests.map(({ key }) => {
-      const entry = entries.get(key)
-      if (entry !== undefined && entry.log === undefined) throw otherAlgorithm(key, entry)
-      return entry?.log
-    })
-    // Each log's entries that have left the window dropped first, so that `has` finds live entries only.
-    const usedNow = () => requests.map(({ windowMs }, i) => logs[i]?.used(now, windowMs) ?? 0)
-    const before = usedNow()
-    const marker = markerOf(id, now)
-    if (marker) return { outcome: marker.moved ? 'already-settled' : 'refunded', used: before }
-    const holding = requests.map(({ recorded }, i) => logs[i]?.has(recorded) === true)
-    if (requests.some(({ recorded }, i) => holding[i] && logs[i]?.tooDeep(recorded))) {
-      return { outcome: 'too-deep', used: before }
-    }
-    if (!holding.includes(true)) return { outcome: 'expired', used: before }
-    let until = now
-    const moved = requests.map(({ recorded, windowMs, delta }, i) => {
-      until = Math.max(until, recorded + windowMs)
-      return holding[i] ? (logs[i]?.adjust(recorded, delta) ?? 0) : 0
-    })
-    markers.set(id, { until, moved })
-    return { outcome: 'settled', used: usedNow() }
-  }
-
-  /** The marker of an admission settled or refunded, while its units could count. */
-  const markerOf = (id: string, now: number) => {
-    const marker = markers.get(id)
-    return marker !== undefined && marker.until > now ? marker : undefined
-  }
-
-  /** lua/sliding-log.lua's lease: units recorded at the lease's expiry, so each use before it stays covered. */
-  function lease(request: LeaseRequest): LeaseResult {
-    const now = clock()
-    housekeep(now, 1)
-    const entry = entriesOf([request], true)[0] as Entry
-    const log = entry.log as SlidingLog
-    const used = log.used(now, request.windowMs)
-    const available = request.limit - used
-    const until = heldUntil(request.key, now)
-    if (available >= request.min && !until) {
-      const granted = Math.min(request.want, available)
-      const score = log.add(now + request.ttlMs, granted)
-      const { resetMs } = log.result(now, request.limit, request.windowMs, 0, used + granted, true)
-      return {
-        allowed: true,
-        remaining: available - granted,
-        retryAfterMs: 0,
-        resetMs,
-        now,
-        lease: { windowMs: request.windowMs, score, granted, recorded: score },
-      }
-    }
-    const result = log.result(now, request.limit, request.windowMs, request.waitFor, used, false)
-    const denied = until ? held(result, until, now, true) : result
-    if (used === 0 && log.isEmpty(now, request.windowMs)) drop(request.key, entry)
-    return { ...denied, allowed: false, lease: { windowMs: request.windowMs, score: 0, granted: 0, recorded: 0 } }
+    holds.dropEnded(now)
+    markers.dropEnded(now)
+    return sweeper.sweepAll(now)
   }
 
   const store: MemoryStore = {
     [STORE]: true,
     consume: async (requests) => decide(requests, true),
-    lease: async (request) => lease(request),
-    release: async (key, { score }, units) => {
-      // A key now of the other algorithm holds none of the lease's units: nothing to return.
-      const log = entries.get(key)?.log
-      if (log && !log.tooDeep(score)) log.remove(score, units)
-    },
+    lease: async (request) => leases.lease(request),
+    release: async (key, lease, units) => leases.release(key, lease, units),
     peek: async (requests) => decide(requests, false),
-    free: async (slots) => free(slots),
-    extend: async (slots, ms) => extend(slots, ms),
-    settle: async (requests, id) => settle(requests, id),
-    onSlotFree: slotsFreed.add,
-    refund: async (requests: readonly RefundRequest[], units: number, id: string): Promise<StoreRefund> => {
-      const now = clock()
-      const marker = markerOf(id, now)
-      if (marker && !marker.moved) return { units: 0, outcome: 'already-refunded' }
-      const live = (r: RefundRequest) => r.recorded > now - r.windowMs
-      if (requests.some((r) => live(r) && entries.get(r.key)?.log?.tooDeep(r.recorded))) {
-        return { units: 0, outcome: 'too-deep' }
-      }
-      let most = 0
-      let until = 0
-      for (const [i, request] of requests.entries()) {
-        const { key, windowMs, buckets, recorded } = request
-        const entry = entries.get(key)
-        // The admission's units, and what its settle moved (the marker says), never less than none.
-        const count = Math.max(0, (request.units ?? units) + (marker?.moved?.[i] ?? 0))
-        let removed = 0
-        if (entry?.log && live(request)) removed = entry.log.remove(recorded, count)
-        else if (entry?.counter && buckets !== undefined) {
-          removed = entry.counter.remove(now, recorded, count, windowMs, buckets)
-        }
-        most = Math.max(most, removed)
-        // Past any unit's exit, a bucket's included (a bucket is at most a window wide).
-        until = Math.max(until, recorded + (buckets === undefined ? 1 : 2) * windowMs)
-      }
-      if (most === 0) return { units: 0, outcome: 'expired' }
-      markers.set(id, { until })
-      return { units: most, outcome: 'refunded' }
-    },
+    free: async (requests) => slots.free(requests),
+    extend: async (requests, ms) => slots.extend(requests, ms),
+    settle: async (requests, id) => markers.settle(requests, id),
+    onSlotFree: slots.onSlotFree,
+    refund: async (requests, units, id) => markers.refund(requests, units, id),
     hold: async (requests: readonly HoldRequest[], ms: number) => {
       const now = clock()
-      for (const { key } of requests) holdKey(key, now + ms, now)
+      for (const { key } of requests) holds.holdKey(key, now + ms, now)
       changes.emit(requests.map(({ key }) => key))
     },
     reset: async (key) => {
       const entry = entries.get(key)
-      if (entry !== undefined) drop(key, entry)
-      holds.delete(key)
+      if (entry !== undefined) table.drop(key, entry)
+      holds.end(key)
       changes.emit([key])
     },
     // Several limiters on this store each have their local tier: a reset or pause through one reaches the others.
