@@ -36,16 +36,34 @@ export interface Scheduled {
   cancel(): void
 }
 
-/** `callback` after `ms` on the global setTimeout of now (see Scheduled). */
+/**
+ * `callback` after `ms` on the global setTimeout of now (see Scheduled). It does not keep the process alive: what
+ * it waits on (a call in flight on a socket, say) does that.
+ */
 export function scheduleTimeout<A>(callback: (arg: A) => void, ms: number, arg: A): Scheduled {
   const set = setTimeout
   const clear = clearTimeout
   const handle = set(callback, ms, arg)
+  handle.unref?.()
   return {
     get stale() {
       return set !== setTimeout
     },
     cancel: () => clear(handle),
+  }
+}
+
+/** `callback` once the current callback and its promise jobs have run: no timer, nothing fakeable (see Scheduled). */
+export function scheduleMicrotask(callback: () => void): Scheduled {
+  let cancelled = false
+  void Promise.resolve().then(() => {
+    if (!cancelled) callback()
+  })
+  return {
+    stale: false,
+    cancel: () => {
+      cancelled = true
+    },
   }
 }
 

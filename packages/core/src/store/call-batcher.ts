@@ -1,4 +1,4 @@
-import { type Scheduled, scheduleImmediate } from '../common/timer.js'
+import { type Scheduled, scheduleImmediate, scheduleMicrotask } from '../common/timer.js'
 import type { ScriptRunner } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
 import { splitRun } from './sliding-log-call.js'
@@ -24,7 +24,9 @@ export const MAX_BATCH = 16
  * Gathers the calls of lua/sliding-log.lua made in one turn of the event loop into one script run per group (on a
  * Cluster, per slot: a run's keys must share one), sent once the turn's callbacks have run (setImmediate). Under
  * load a process makes many decisions at once, and then they cost one round trip, one write and one TIME where
- * they cost one each; a call made alone goes alone. The script decides each call as if it were made alone
+ * they cost one each. While no run is in flight nothing else is coming back to join a run: the calls made so far
+ * go as soon as the current callback is done (a burst made at once still goes as one run), with no hop to the end
+ * of the turn; a call made alone goes alone. The script decides each call as if it were made alone
  * and reports an error about one call's key in that call's reply, so one tenant's broken key fails its own calls.
  */
 export function createCallBatcher(
@@ -36,6 +38,11 @@ export function createCallBatcher(
   // The pending flush, undefined when none is. A stale one may never run: the next call schedules the flush again
   // rather than wait for MAX_BATCH calls to pile up.
   let scheduled: Scheduled | undefined
+  // Runs sent and not answered yet.
+  let running = 0
+  const answered = () => {
+    running--
+  }
 
   const flush = () => {
     scheduled = undefined
@@ -45,8 +52,11 @@ export function createCallBatcher(
 
   async function send(calls: readonly Call[]): Promise<void> {
     const [only] = calls
+    running++
     if (calls.length === 1 && only) {
-      runner.runBuffer(slidingLogScript, only.keys, [only.bytes]).then(only.resolve, only.reject)
+      const sent = runner.runBuffer(slidingLogScript, only.keys, [only.bytes])
+      sent.then(answered, answered)
+      sent.then(only.resolve, only.reject)
       return
     }
     let parts: Buffer[]
@@ -54,7 +64,9 @@ export function createCallBatcher(
       const keys = calls.flatMap((call) => call.keys)
       // The calls as one argument (each starts with its length): a client encodes each argument it sends, and
       // one per call cost ioredis more than the rest of the run.
-      const reply = await runner.runBuffer(slidingLogScript, keys, [Buffer.concat(calls.map((call) => call.bytes))])
+      const sent = runner.runBuffer(slidingLogScript, keys, [Buffer.concat(calls.map((call) => call.bytes))])
+      sent.then(answered, answered)
+      const reply = await sent
       parts = splitRun(
         reply,
         calls.map((call) => call.body),
@@ -86,7 +98,7 @@ export function createCallBatcher(
           waiting.delete(group)
           void send(calls)
         } else if (scheduled === undefined || scheduled.stale) {
-          scheduled = scheduleImmediate(flush)
+          scheduled = running === 0 ? scheduleMicrotask(flush) : scheduleImmediate(flush)
         }
       })
     },

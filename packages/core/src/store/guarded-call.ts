@@ -111,14 +111,14 @@ interface Expiring {
  * When the calls of one caller (one timeoutMs) are given up: one timer for all of them, armed for the earliest
  * deadline, over a queue kept in deadline order (calls are sent in order with one timeoutMs, so a new call goes
  * at the tail; a moved deadline is put back in its place). A call that settles stays queued until its deadline,
- * and is skipped then. The timer is cleared whenever no call is in flight, and armed again when a call finds it
- * stale (see Scheduled): one armed under fake timers since restored would never give a call up.
+ * and is skipped then. The timer is left to run out when no call is in flight (it keeps no process alive), so calls
+ * one after another arm one timer per timeoutMs, not one each; it is armed again when a call finds it stale (see
+ * Scheduled): one armed under fake timers since restored would never give a call up.
  */
 export class DeadlineQueue {
   private calls: Expiring[] = []
   private head = 0
   private timer: Scheduled | undefined
-  private inFlight = 0
 
   constructor(
     /** How long the server has to answer a call, from when it is sent. */
@@ -128,7 +128,6 @@ export class DeadlineQueue {
 
   add(call: Expiring): void {
     this.insert(call)
-    this.inFlight++
     if (this.timer === undefined) this.arm(call.deadline.at)
     else if (this.timer.stale) {
       this.timer.cancel()
@@ -149,11 +148,6 @@ export class DeadlineQueue {
    * it holds about the calls in flight; one settled behind a slow call is skipped when its deadline comes.
    */
   settled(): void {
-    if (--this.inFlight === 0 && this.timer !== undefined) {
-      // Nothing in flight: no timer left behind (and none holding the process open).
-      this.timer.cancel()
-      this.timer = undefined
-    }
     const { calls } = this
     while (this.head < calls.length && (calls[this.head] as Expiring).settled) this.head++
     this.compact()
