@@ -53,20 +53,6 @@ export function scheduleTimeout<A>(callback: (arg: A) => void, ms: number, arg: 
   }
 }
 
-/** `callback` once the current callback and its promise jobs have run: no timer, nothing fakeable (see Scheduled). */
-export function scheduleMicrotask(callback: () => void): Scheduled {
-  let cancelled = false
-  void Promise.resolve().then(() => {
-    if (!cancelled) callback()
-  })
-  return {
-    stale: false,
-    cancel: () => {
-      cancelled = true
-    },
-  }
-}
-
 /** `callback` once the turn's callbacks have run, on the global setImmediate of now (see Scheduled). */
 export function scheduleImmediate(callback: () => void): Scheduled {
   const set = setImmediate

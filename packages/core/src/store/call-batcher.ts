@@ -1,4 +1,4 @@
-import { type Scheduled, scheduleImmediate, scheduleMicrotask } from '../common/timer.js'
+import { type Scheduled, scheduleImmediate } from '../common/timer.js'
 import type { ScriptRunner } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
 import { splitRun } from './sliding-log-call.js'
@@ -16,6 +16,9 @@ export interface CallBatcher {
   /** Sends a call of lua/sliding-log.lua with the other calls of this turn of the event loop; its own reply. */
   run(keys: readonly string[], bytes: Buffer, body: number): Promise<Buffer>
 }
+
+const RESOLVED = Promise.resolve()
+const AFTER_CALLBACK = 'after the callback'
 
 // The most calls in one script run: a run is atomic, so this bounds how long one holds the server.
 export const MAX_BATCH = 16
@@ -35,9 +38,9 @@ export function createCallBatcher(
   maxBatch = MAX_BATCH,
 ): CallBatcher {
   const waiting = new Map<string, Call[]>()
-  // The pending flush, undefined when none is. A stale one may never run: the next call schedules the flush again
-  // rather than wait for MAX_BATCH calls to pile up.
-  let scheduled: Scheduled | undefined
+  // The pending flush, undefined when none is: at the end of the turn, or a promise job (which no fake timers hold).
+  // A stale one may never run: the next call schedules the flush again rather than wait for MAX_BATCH calls.
+  let scheduled: Scheduled | typeof AFTER_CALLBACK | undefined
   // Runs sent and not answered yet.
   let running = 0
   const answered = () => {
@@ -97,8 +100,11 @@ export function createCallBatcher(
         if (calls.length >= maxBatch) {
           waiting.delete(group)
           void send(calls)
-        } else if (scheduled === undefined || scheduled.stale) {
-          scheduled = running === 0 ? scheduleMicrotask(flush) : scheduleImmediate(flush)
+        } else if (scheduled === undefined || (scheduled !== AFTER_CALLBACK && scheduled.stale)) {
+          if (running === 0) {
+            scheduled = AFTER_CALLBACK
+            void RESOLVED.then(flush)
+          } else scheduled = scheduleImmediate(flush)
         }
       })
     },

@@ -17,6 +17,8 @@ export type CallOutcome = 'ok' | 'error' | 'timeout'
 /** When a store call's caller gives up: performance.now() time, which may move later (see PendingCall). */
 export interface Deadline {
   readonly at: number
+  /** When the call was sent (performance.now() time), where the guard knows it. */
+  readonly sentAt?: number
 }
 
 // A timer that runs this much later than due says that the event loop was busy, not the server slow.
@@ -202,7 +204,7 @@ export class DeadlineQueue {
  * A call given up frees its slot then, not when a stalled server finally answers.
  */
 class PendingCall<T> implements Expiring {
-  readonly deadline: { at: number }
+  readonly deadline: { at: number; readonly sentAt: number }
   private readonly sentAt = performance.now()
   settled = false
   private extended = false
@@ -215,7 +217,8 @@ class PendingCall<T> implements Expiring {
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    this.deadline = { at: this.sentAt + queue.ms }
+    const { sentAt } = this
+    this.deadline = { at: sentAt + queue.ms, sentAt }
   }
 
   readonly settle = (value: T): void => {
@@ -350,7 +353,8 @@ export function createRunBefore(
     for (let attempt = 0; ; attempt++) {
       const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
       const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
-      const sentAt = performance.now()
+      // The guard read the clock as it sent the call, in this same tick: the first attempt's time is that.
+      const sentAt = (attempt === 0 && given === undefined ? deadline?.sentAt : undefined) ?? performance.now()
       const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
       const receivedAt = performance.now()
       clock.observe(reply.nowUs / 1000, sentAt, receivedAt)
