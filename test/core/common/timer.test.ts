@@ -63,6 +63,17 @@ describe('startTimer (real timers)', () => {
   })
 })
 
+describe('scheduleTimeout (real timers)', () => {
+  it('does not keep the process alive', () => {
+    const armed = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+    const before = armed()
+    const timer = scheduleTimeout(() => {}, 60_000, undefined)
+    const with1 = armed()
+    timer.cancel()
+    expect(with1 - before).to.equal(0)
+  })
+})
+
 describe('scheduleTimeout and scheduleImmediate: stale once the global scheduler they used was replaced', () => {
   it('a callback armed under fake timers since restored is stale; one armed on the real timers is not', async () => {
     const clock = sinon.useFakeTimers()

@@ -36,4 +36,46 @@ describe('call batcher', () => {
     expect(runs).to.deep.equal([['a'], ['b']])
     expect(String(await batcher.run(['c'], Buffer.from('z'), 1))).to.equal('c')
   })
+
+  it('with no run in flight, sends the calls made so far once the callback is done, before the turn ends', async () => {
+    const { runner, runs } = echoRunner()
+    const batcher = createCallBatcher(runner, () => '')
+    const order: string[] = []
+    setImmediate(() => order.push('end of turn'))
+    // The echo is no run's reply: each call fails, after the run was sent.
+    const replies = ['a', 'b', 'c'].map((key) => batcher.run([key], Buffer.from(key), 1).catch(() => key))
+    await Promise.resolve()
+    order.push(`sent ${runs.length}`)
+    expect(await Promise.all(replies)).to.deep.equal(['a', 'b', 'c'])
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(order).to.deep.equal(['sent 1', 'end of turn'])
+    expect(runs).to.deep.equal([['a', 'b', 'c']])
+  })
+
+  it('while a run is in flight, gathers the calls of the turn and sends them at its end, as one run', async () => {
+    const runs: string[][] = []
+    const held: (() => void)[] = []
+    const runner: ScriptRunner = {
+      run: () => Promise.reject(new Error('not used')),
+      runBuffer: (_script, keys) => {
+        runs.push([...keys])
+        return new Promise<Buffer>((resolve) => held.push(() => resolve(Buffer.from(keys.join(',')))))
+      },
+    }
+    const batcher = createCallBatcher(runner, () => '')
+    const first = batcher.run(['a'], Buffer.from('a'), 1)
+    await Promise.resolve()
+    expect(runs).to.deep.equal([['a']])
+    // The echo is no run's reply: these calls fail, after their run was sent.
+    const later = [batcher.run(['b'], Buffer.from('b'), 1).catch(() => 'b')]
+    await Promise.resolve()
+    later.push(batcher.run(['c'], Buffer.from('c'), 1).catch(() => 'c'))
+    await Promise.resolve()
+    expect(runs, 'not before the end of the turn').to.deep.equal([['a']])
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(runs).to.deep.equal([['a'], ['b', 'c']])
+    for (const answer of held) answer()
+    expect(String(await first)).to.equal('a')
+    expect(await Promise.all(later)).to.deep.equal(['b', 'c'])
+  })
 })

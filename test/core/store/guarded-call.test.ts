@@ -62,7 +62,7 @@ describe('guardedCall and its DeadlineQueue (fake timers)', () => {
     expect((result.error as Error).message).to.equal('fleetlimit: no answer within timeoutMs (100 ms)')
   })
 
-  it('keeps one timer for 100 calls in flight, and none once they are answered', async () => {
+  it('keeps one timer for 100 calls in flight, left to run out once they are answered', async () => {
     const queue = new DeadlineQueue(TIMEOUT_MS, connection)
     const calls = Array.from({ length: 100 }, () => heldCall<number>())
     const results = calls.map(({ call }) => track(guardedCall(undefined, queue, call, noObserver)))
@@ -70,7 +70,28 @@ describe('guardedCall and its DeadlineQueue (fake timers)', () => {
     for (const [i, { held }] of calls.entries()) held.answer?.(i)
     await clock.tickAsync(0)
     expect(results.map((r) => r.value)).to.deep.equal(calls.map((_, i) => i))
-    expect(clock.countTimers()).to.equal(0)
+    expect(clock.countTimers(), 'not cleared: the next call may use it').to.equal(1)
+    await clock.tickAsync(TIMEOUT_MS)
+    expect(clock.countTimers(), 'not armed again with nothing in flight').to.equal(0)
+  })
+
+  it('arms one timer per timeoutMs for calls made one after another, not one per call', async () => {
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    const armed = sinon.spy(globalThis, 'setTimeout')
+    try {
+      for (let i = 0; i < 50; i++) {
+        const { held, call } = heldCall<number>()
+        const result = track(guardedCall(undefined, queue, call, noObserver))
+        held.answer?.(i)
+        await clock.tickAsync(1)
+        expect(result.value).to.equal(i)
+      }
+      expect(armed.callCount, '50 calls in 50 ms').to.equal(1)
+      await clock.tickAsync(TIMEOUT_MS)
+      expect(armed.callCount, 'nothing in flight when it ran: not armed again').to.equal(1)
+    } finally {
+      armed.restore()
+    }
   })
 
   it('gives up each call of a stream at its own deadline: those sent 10 ms apart end 10 ms apart', async () => {

@@ -36,11 +36,15 @@ export interface Scheduled {
   cancel(): void
 }
 
-/** `callback` after `ms` on the global setTimeout of now (see Scheduled). */
+/**
+ * `callback` after `ms` on the global setTimeout of now (see Scheduled). It does not keep the process alive: what
+ * it waits on (a call in flight on a socket, say) does that.
+ */
 export function scheduleTimeout<A>(callback: (arg: A) => void, ms: number, arg: A): Scheduled {
   const set = setTimeout
   const clear = clearTimeout
   const handle = set(callback, ms, arg)
+  handle.unref?.()
   return {
     get stale() {
       return set !== setTimeout

@@ -17,6 +17,9 @@ export interface CallBatcher {
   run(keys: readonly string[], bytes: Buffer, body: number): Promise<Buffer>
 }
 
+const RESOLVED = Promise.resolve()
+const AFTER_CALLBACK = 'after the callback'
+
 // The most calls in one script run: a run is atomic, so this bounds how long one holds the server.
 export const MAX_BATCH = 16
 
@@ -24,7 +27,9 @@ export const MAX_BATCH = 16
  * Gathers the calls of lua/sliding-log.lua made in one turn of the event loop into one script run per group (on a
  * Cluster, per slot: a run's keys must share one), sent once the turn's callbacks have run (setImmediate). Under
  * load a process makes many decisions at once, and then they cost one round trip, one write and one TIME where
- * they cost one each; a call made alone goes alone. The script decides each call as if it were made alone
+ * they cost one each. While no run is in flight nothing else is coming back to join a run: the calls made so far
+ * go as soon as the current callback is done (a burst made at once still goes as one run), with no hop to the end
+ * of the turn; a call made alone goes alone. The script decides each call as if it were made alone
  * and reports an error about one call's key in that call's reply, so one tenant's broken key fails its own calls.
  */
 export function createCallBatcher(
@@ -33,9 +38,14 @@ export function createCallBatcher(
   maxBatch = MAX_BATCH,
 ): CallBatcher {
   const waiting = new Map<string, Call[]>()
-  // The pending flush, undefined when none is. A stale one may never run: the next call schedules the flush again
-  // rather than wait for MAX_BATCH calls to pile up.
-  let scheduled: Scheduled | undefined
+  // The pending flush, undefined when none is: at the end of the turn, or a promise job (which no fake timers hold).
+  // A stale one may never run: the next call schedules the flush again rather than wait for MAX_BATCH calls.
+  let scheduled: Scheduled | typeof AFTER_CALLBACK | undefined
+  // Runs sent and not answered yet.
+  let running = 0
+  const answered = () => {
+    running--
+  }
 
   const flush = () => {
     scheduled = undefined
@@ -45,8 +55,11 @@ export function createCallBatcher(
 
   async function send(calls: readonly Call[]): Promise<void> {
     const [only] = calls
+    running++
     if (calls.length === 1 && only) {
-      runner.runBuffer(slidingLogScript, only.keys, [only.bytes]).then(only.resolve, only.reject)
+      const sent = runner.runBuffer(slidingLogScript, only.keys, [only.bytes])
+      sent.then(answered, answered)
+      sent.then(only.resolve, only.reject)
       return
     }
     let parts: Buffer[]
@@ -54,7 +67,9 @@ export function createCallBatcher(
       const keys = calls.flatMap((call) => call.keys)
       // The calls as one argument (each starts with its length): a client encodes each argument it sends, and
       // one per call cost ioredis more than the rest of the run.
-      const reply = await runner.runBuffer(slidingLogScript, keys, [Buffer.concat(calls.map((call) => call.bytes))])
+      const sent = runner.runBuffer(slidingLogScript, keys, [Buffer.concat(calls.map((call) => call.bytes))])
+      sent.then(answered, answered)
+      const reply = await sent
       parts = splitRun(
         reply,
         calls.map((call) => call.body),
@@ -85,8 +100,11 @@ export function createCallBatcher(
         if (calls.length >= maxBatch) {
           waiting.delete(group)
           void send(calls)
-        } else if (scheduled === undefined || scheduled.stale) {
-          scheduled = scheduleImmediate(flush)
+        } else if (scheduled === undefined || (scheduled !== AFTER_CALLBACK && scheduled.stale)) {
+          if (running === 0) {
+            scheduled = AFTER_CALLBACK
+            void RESOLVED.then(flush)
+          } else scheduled = scheduleImmediate(flush)
         }
       })
     },

@@ -17,6 +17,8 @@ export type CallOutcome = 'ok' | 'error' | 'timeout'
 /** When a store call's caller gives up: performance.now() time, which may move later (see PendingCall). */
 export interface Deadline {
   readonly at: number
+  /** When the call was sent (performance.now() time), where the guard knows it. */
+  readonly sentAt?: number
 }
 
 // A timer that runs this much later than due says that the event loop was busy, not the server slow.
@@ -111,14 +113,14 @@ interface Expiring {
  * When the calls of one caller (one timeoutMs) are given up: one timer for all of them, armed for the earliest
  * deadline, over a queue kept in deadline order (calls are sent in order with one timeoutMs, so a new call goes
  * at the tail; a moved deadline is put back in its place). A call that settles stays queued until its deadline,
- * and is skipped then. The timer is cleared whenever no call is in flight, and armed again when a call finds it
- * stale (see Scheduled): one armed under fake timers since restored would never give a call up.
+ * and is skipped then. The timer is left to run out when no call is in flight (it keeps no process alive), so calls
+ * one after another arm one timer per timeoutMs, not one each; it is armed again when a call finds it stale (see
+ * Scheduled): one armed under fake timers since restored would never give a call up.
  */
 export class DeadlineQueue {
   private calls: Expiring[] = []
   private head = 0
   private timer: Scheduled | undefined
-  private inFlight = 0
 
   constructor(
     /** How long the server has to answer a call, from when it is sent. */
@@ -128,7 +130,6 @@ export class DeadlineQueue {
 
   add(call: Expiring): void {
     this.insert(call)
-    this.inFlight++
     if (this.timer === undefined) this.arm(call.deadline.at)
     else if (this.timer.stale) {
       this.timer.cancel()
@@ -149,11 +150,6 @@ export class DeadlineQueue {
    * it holds about the calls in flight; one settled behind a slow call is skipped when its deadline comes.
    */
   settled(): void {
-    if (--this.inFlight === 0 && this.timer !== undefined) {
-      // Nothing in flight: no timer left behind (and none holding the process open).
-      this.timer.cancel()
-      this.timer = undefined
-    }
     const { calls } = this
     while (this.head < calls.length && (calls[this.head] as Expiring).settled) this.head++
     this.compact()
@@ -208,7 +204,7 @@ export class DeadlineQueue {
  * A call given up frees its slot then, not when a stalled server finally answers.
  */
 class PendingCall<T> implements Expiring {
-  readonly deadline: { at: number }
+  readonly deadline: { at: number; readonly sentAt: number }
   private readonly sentAt = performance.now()
   settled = false
   private extended = false
@@ -221,7 +217,8 @@ class PendingCall<T> implements Expiring {
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    this.deadline = { at: this.sentAt + queue.ms }
+    const { sentAt } = this
+    this.deadline = { at: sentAt + queue.ms, sentAt }
   }
 
   readonly settle = (value: T): void => {
@@ -356,7 +353,8 @@ export function createRunBefore(
     for (let attempt = 0; ; attempt++) {
       const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
       const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
-      const sentAt = performance.now()
+      // The guard read the clock as it sent the call, in this same tick: the first attempt's time is that.
+      const sentAt = (attempt === 0 && given === undefined ? deadline?.sentAt : undefined) ?? performance.now()
       const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
       const receivedAt = performance.now()
       clock.observe(reply.nowUs / 1000, sentAt, receivedAt)

@@ -121,6 +121,17 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   const onSlotMessage = (message: string | undefined) =>
     slotFrees.emit(message === undefined ? undefined : message.split(' ').map((key) => key.slice(keyAt)))
 
+  // The keys of the requests a limiter keeps for a key's calls (see CallPlan), prefixed once.
+  const prefixed = new WeakMap<readonly WindowRequest[], string[]>()
+  const keysOf = (requests: readonly WindowRequest[]): string[] => {
+    let keys = prefixed.get(requests)
+    if (keys === undefined) {
+      keys = requests.map((request) => `${prefix}:${request.key}`)
+      prefixed.set(requests, keys)
+    }
+    return keys
+  }
+
   /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
   const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {
     setDeadline(bytes, deadlineUs)
@@ -134,7 +145,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   ): Promise<WindowResult[]> {
     // A peek records nothing, so it needs no deadline.
     const until = mode === 'consume' ? deadline : undefined
-    const keys = requests.map((request) => `${prefix}:${request.key}`)
+    const keys = keysOf(requests)
     const [first] = requests
     if (first === undefined) return []
     if (requests.length === 1 && first.buckets !== undefined) {
