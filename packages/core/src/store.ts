@@ -13,6 +13,7 @@ export {
   type RefundRequest,
   STORE,
   type Store,
+  type StorePlan,
   type StoreRefund,
   type WindowRequest,
   type WindowResult,

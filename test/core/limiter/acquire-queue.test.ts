@@ -303,8 +303,10 @@ describe('acquire (fake timers: the clock moves only when the test moves it)', (
     expect(patient.value?.allowed).to.equal(true)
     expect(limiter.stats()).to.include({ storeCalls: 1, allowed: 1 })
     expect(gate.held.length).to.equal(0)
-    expect(clock.countTimers(), 'no deadline or sleep timer left behind').to.equal(0)
+    expect(clock.countTimers(), 'no sleep timer; the deadline timer runs out by itself').to.equal(1)
     expect(getEventListeners(controller.signal, 'abort').length).to.equal(0)
+    await clock.tickAsync(60_000)
+    expect(clock.countTimers(), 'nothing left to give up: not armed again').to.equal(0)
   })
 })
 

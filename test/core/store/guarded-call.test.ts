@@ -77,7 +77,14 @@ describe('guardedCall and its DeadlineQueue (fake timers)', () => {
 
   it('arms one timer per timeoutMs for calls made one after another, not one per call', async () => {
     const queue = new DeadlineQueue(TIMEOUT_MS, connection)
-    const armed = sinon.spy(globalThis, 'setTimeout')
+    // Counted by hand: a sinon spy would stay in sinon's default sandbox, whose later restore() would put this
+    // test's fake setTimeout back.
+    const fake = globalThis.setTimeout
+    const armed = { callCount: 0 }
+    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+      armed.callCount++
+      return fake(...args)
+    }) as typeof setTimeout
     try {
       for (let i = 0; i < 50; i++) {
         const { held, call } = heldCall<number>()
@@ -90,7 +97,7 @@ describe('guardedCall and its DeadlineQueue (fake timers)', () => {
       await clock.tickAsync(TIMEOUT_MS)
       expect(armed.callCount, 'nothing in flight when it ran: not armed again').to.equal(1)
     } finally {
-      armed.restore()
+      globalThis.setTimeout = fake
     }
   })
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { consumeNowOf, type MemoryStore, memoryStore } from '../../../packages/core/src/store/memory-store.js'
+import { type MemoryStore, memoryStore } from '../../../packages/core/src/store/memory-store.js'
 import { MAX_REFUND_TAIL } from '../../../packages/core/src/store/sliding-log.js'
 import type { WindowRequest, WindowResult } from '../../../packages/core/src/store/store.js'
 
@@ -202,15 +202,11 @@ describe('memoryStore in-flight slots (injected clock)', () => {
     expect(store.size).to.equal(0)
   })
 
-  it('the limiter’s consumeNow answers a slot window and mixed costs as consume does', async () => {
-    const consumeNow = consumeNowOf(store)
-    if (!consumeNow) throw new Error('a memory store answers at once')
-    expect(consumeNow.one(slots('par', 1, 1_000), undefined, { entry: undefined })).to.include({
-      allowed: true,
-      recorded: now,
-    })
-    expect(consumeNow.one(slots('par', 1, 1_000), undefined, { entry: undefined }).allowed).to.equal(false)
-    const mixed = consumeNow.many([rate('rpm', 10, 1_000, 1), rate('tpm', 100, 1_000, 60)], undefined)
+  it('decideNow answers a plan of a slot window, and of mixed costs, as consume does', async () => {
+    const slot = store.plan([slots('par', 1, 1_000)])
+    expect(store.decideNow(slot)[0]).to.include({ allowed: true, recorded: now })
+    expect(store.decideNow(slot)[0]?.allowed).to.equal(false)
+    const mixed = store.decideNow(store.plan([rate('rpm', 10, 1_000, 1), rate('tpm', 100, 1_000, 60)]))
     expect(mixed.map((r) => r.remaining)).to.deep.equal([9, 40])
   })
 

@@ -1,8 +1,7 @@
 import { memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import { consumeNowOf, type EntrySlot } from '../../../packages/core/src/store/memory-store.js'
-import type { WindowResult } from '../../../packages/core/src/store/store.js'
+import type { StorePlan, WindowResult } from '../../../packages/core/src/store/store.js'
 
 interface Admission {
   readonly at: number
@@ -140,10 +139,9 @@ describe('memoryStore model (fast-check, injected clock)', () => {
         let now = 0
         const kept = memoryStore({ clock: () => now })
         const plain = memoryStore({ clock: () => now })
-        const consumeNow = consumeNowOf(kept)
-        if (consumeNow === undefined) throw new Error('a memory store answers at once')
-        // One slot for the key across every step: the entry it holds goes stale on a reset, a sweep or an idle drop.
-        const slot: EntrySlot = { entry: undefined }
+        // One plan per limit and cost, each kept across every step: the entry of the key it holds goes stale on a
+        // reset, a sweep or an idle drop.
+        const plans = new Map<string, StorePlan>()
         for (const { advance, kind, cost, limit } of steps) {
           now += advance
           const request = { key: 'k', limit, windowMs: 1_000, cost }
@@ -156,8 +154,13 @@ describe('memoryStore model (fast-check, injected clock)', () => {
           } else if (kind === 'peek') {
             expect(await kept.peek([request]), `peek at ${now}`).to.deep.equal(await plain.peek([request]))
           } else {
-            const [expected] = await plain.consume([request])
-            expect(consumeNow.one(request, undefined, slot), `consume at ${now}`).to.deep.equal(expected)
+            const expected = await plain.consume([request])
+            let plan = plans.get(`${limit} ${cost}`)
+            if (plan === undefined) {
+              plan = kept.plan([request])
+              plans.set(`${limit} ${cost}`, plan)
+            }
+            expect(kept.decideNow(plan), `consume at ${now}`).to.deep.equal(expected)
           }
           expect(kept.size, `keys held at ${now}`).to.equal(plain.size)
         }

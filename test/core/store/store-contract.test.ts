@@ -1,9 +1,10 @@
-import { createRateLimiter } from '@fleetlimit/core'
+import { createRateLimiter, memoryStore } from '@fleetlimit/core'
 import {
   type Deadline,
   isStore,
   STORE,
   type Store,
+  type StorePlan,
   type WindowRequest,
   type WindowResult,
 } from '@fleetlimit/core/store'
@@ -35,13 +36,17 @@ function fixedWindowStore(now: () => number) {
       now: t,
     }
   }
+  /** Records every request's cost only if each has room. */
+  const decide = (requests: readonly WindowRequest[]) => {
+    const results = requests.map((request) => answer(request, false))
+    if (results.every((result) => result.allowed)) return requests.map((request) => answer(request, true))
+    return results
+  }
   const store: Store = {
     [STORE]: true,
     async consume(requests: readonly WindowRequest[], deadline?: Deadline) {
       deadlines.push(deadline?.at)
-      const results = requests.map((request) => answer(request, false))
-      if (results.every((result) => result.allowed)) return requests.map((request) => answer(request, true))
-      return results
+      return decide(requests)
     },
     async peek(requests) {
       return requests.map((request) => answer(request, false))
@@ -51,7 +56,7 @@ function fixedWindowStore(now: () => number) {
     },
     async hold() {},
   }
-  return { store, deadlines }
+  return { store, deadlines, decide }
 }
 
 describe('the Store contract (@fleetlimit/core/store)', () => {
@@ -73,6 +78,103 @@ describe('the Store contract (@fleetlimit/core/store)', () => {
   })
 })
 
+describe('the Store contract: plans', () => {
+  /** The fixed-window store, compiling a plan per key: what it was asked, in order. */
+  function planningStore(kind: 'decide' | 'decideNow') {
+    const { store, decide } = fixedWindowStore(() => 1_000)
+    const asked: string[] = []
+    const deadlines: (number | undefined)[] = []
+    const consume = store.consume.bind(store)
+    const planned: Store = {
+      ...store,
+      consume(requests, deadline) {
+        asked.push('consume')
+        return consume(requests, deadline)
+      },
+      plan(requests) {
+        asked.push(`plan ${requests.map((r) => r.key).join(' ')}`)
+        return { requests }
+      },
+    }
+    if (kind === 'decide') {
+      planned.decide = (plan, deadline) => {
+        asked.push('decide')
+        deadlines.push(deadline?.at)
+        return consume(plan.requests, deadline)
+      }
+    } else {
+      planned.decideNow = (plan: StorePlan) => {
+        asked.push('decideNow')
+        return decide(plan.requests)
+      }
+    }
+    return { store: planned, asked, deadlines }
+  }
+
+  it('a store that compiles plans is asked for one per key, then decides each call of the key from it', async () => {
+    const { store, asked, deadlines } = planningStore('decide')
+    const limiter = createRateLimiter({ store, limit: 2, window: '1s', local: false, timeoutMs: 50 })
+    const allowed = []
+    for (let i = 0; i < 3; i++) allowed.push((await limiter.consume('t')).allowed)
+    allowed.push((await limiter.consume('u')).allowed)
+    expect(allowed).to.deep.equal([true, true, false, true])
+    expect(asked.map((what) => what.replace(/ \S+\{(\w+)\}\S*/, ' $1'))).to.deep.equal([
+      'plan t',
+      'decide',
+      'decide',
+      'decide',
+      'plan u',
+      'decide',
+    ])
+    // Under the guard, as consume is: each decide is given a finite deadline.
+    expect(deadlines.every((at) => typeof at === 'number' && Number.isFinite(at))).to.equal(true)
+  })
+
+  it('a call at another cost than its key’s plan gets a plan of its own, not the kept one', async () => {
+    const { store, asked } = planningStore('decide')
+    const limiter = createRateLimiter({ store, limit: 5, window: '1s', local: false })
+    await limiter.consume('t')
+    await limiter.consume('t', { cost: 3 })
+    await limiter.consume('t')
+    expect(asked.map((what) => what.replace(/ \S+\{(\w+)\}\S*/, ' $1'))).to.deep.equal([
+      'plan t',
+      'decide',
+      'plan t',
+      'decide',
+      'decide',
+    ])
+  })
+
+  it('a store that answers at once (decideNow) decides in the same tick, and is never given a deadline', async () => {
+    const { store, asked } = planningStore('decideNow')
+    const limiter = createRateLimiter({ store, limit: 1, window: '1s', local: false, timeoutMs: 50 })
+    const first = limiter.consume('t')
+    expect(
+      asked.map((what) => what.replace(/ \S+\{(\w+)\}\S*/, ' $1')),
+      'decided before the promise settles',
+    ).to.deep.equal(['plan t', 'decideNow'])
+    expect((await first).allowed).to.equal(true)
+    expect((await limiter.consume('t')).allowed).to.equal(false)
+    expect(asked).to.not.include('consume')
+  })
+
+  it('a copy of memoryStore with its consume replaced decides through that consume', async () => {
+    const store = memoryStore()
+    let consumed = 0
+    const copy: Store = {
+      ...store,
+      consume(requests, deadline) {
+        consumed++
+        return store.consume(requests, deadline)
+      },
+    }
+    const limiter = createRateLimiter({ store: copy, limit: 2, window: '1s' })
+    for (let i = 0; i < 3; i++) await limiter.consume('t')
+    expect(consumed).to.equal(3)
+    expect(typeof store.decideNow, 'the store itself decides at once').to.equal('function')
+  })
+})
+
 describe('a store that does not keep the contract is refused at construction', () => {
   const complete = () => fixedWindowStore(() => 0).store
 
@@ -82,8 +184,8 @@ describe('a store that does not keep the contract is refused at construction', (
     expect(error.option).to.equal('store')
     expect(error.message).to.equal(
       'fleetlimit: invalid option `store`: got an object; expected a store that keeps the store contract v1 of ' +
-        '@fleetlimit/core/store: it has no `peek` method (a store has consume, peek, reset and hold; lease, ' +
-        'release, refund, free, extend, settle, onSlotFree, isConnected, readySince, lastError and onKeyChange ' +
+        '@fleetlimit/core/store: it has no `peek` method (a store has consume, peek, reset and hold; plan, ' +
+        'decide, decideNow, lease, release, refund, free, extend, settle, onSlotFree, isConnected, readySince, lastError and onKeyChange ' +
         'are optional, and functions when given).',
     )
   })

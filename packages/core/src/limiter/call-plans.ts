@@ -3,8 +3,7 @@
 import { OptionError } from '../common/errors.js'
 import type { Mutable } from '../common/mutable.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
-import type { EntrySlot } from '../store/memory-store.js'
-import type { WindowRequest } from '../store/store.js'
+import type { StorePlan, WindowRequest } from '../store/store.js'
 import type { Window } from './degraded.js'
 import { type KeyInput, windowKey } from './keys.js'
 import type { ConsumeOptions } from './limiter-types.js'
@@ -12,10 +11,9 @@ import { checkCost, MAX_LIMIT, type Policy, policyKeyName } from './policy.js'
 
 /**
  * What a call is decided on: its windows (one per policy) and its cost, with what the local tier and the store
- * look it up by. A plan kept for a key also keeps its store requests once built, and (as an EntrySlot) the memory
- * store's entry of its key.
+ * look it up by. A plan kept for a key also keeps its store requests, and the store's own plan of them, once built.
  */
-export interface CallPlan extends EntrySlot {
+export interface CallPlan {
   readonly windows: readonly Window[]
   /** The first window's store key: the tenant's server and guard. */
   readonly key: string
@@ -28,6 +26,8 @@ export interface CallPlan extends EntrySlot {
   /** The cost in each window, when they differ (a cost map); an in-flight window's is 1, its one slot. */
   readonly costs: readonly number[] | undefined
   requests: WindowRequest[] | undefined
+  /** What the store compiled of `requests` (Store.plan), for stores that compile. */
+  storePlan: StorePlan | undefined
 }
 
 export function newPlan(windows: readonly Window[], cost: number, costs?: readonly number[]): CallPlan {
@@ -41,7 +41,7 @@ export function newPlan(windows: readonly Window[], cost: number, costs?: readon
     cost,
     costs,
     requests: undefined,
-    entry: undefined,
+    storePlan: undefined,
   }
 }
 

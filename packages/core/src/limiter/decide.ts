@@ -2,7 +2,6 @@
 // Every consume and acquire passes here; a memory store's answer comes back in the same tick.
 import type { Emitter } from '../common/emitter.js'
 import type { Mutable } from '../common/mutable.js'
-import type { ConsumeNow } from '../store/memory-store.js'
 import type { LeaseRequest, RefundRequest, SlotRequest, Store, WindowResult } from '../store/store.js'
 import type { Receipt } from './after-call.js'
 import { type CallPlan, requestsOf, windowRequests } from './call-plans.js'
@@ -38,8 +37,11 @@ export interface DecideDeps {
   readonly leaseWindowMs: number
   /** Whether any policy is in flight: a decision's receipt then carries slots. */
   readonly slots: boolean
-  /** A memory store's consume, answered at once (undefined for any other store, or with leases or slots). */
-  readonly consumeNow: ConsumeNow | undefined
+  /**
+   * Whether calls take the store's answer at once (Store.decideNow, a store in this process), with no promise in
+   * between: not with leases or slots, whose calls the store answers by promise.
+   */
+  readonly direct: boolean
   /** A decision that holds slots: gets its `extend`. */
   holdSlots(decision: Decision): void
 }
@@ -54,7 +56,10 @@ export interface Decide {
 const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
 
 export function createDecide(deps: DecideDeps): Decide {
-  const { store, caller, tier, counters, events, owner, consumeNow } = deps
+  const { store, caller, tier, counters, events, owner } = deps
+  const compile = store.plan?.bind(store)
+  const decideNow = deps.direct ? store.decideNow?.bind(store) : undefined
+  const decidePlan = store.decide?.bind(store)
   // One lease call per key at a time: calls that arrive meanwhile wait for it and take its units.
   const leasing = new Map<string, Promise<unknown>>()
 
@@ -121,19 +126,27 @@ export function createDecide(deps: DecideDeps): Decide {
     return { decision, receipt }
   }
 
-  /** The store's answer for a call: at once from a memory store, else a guarded call under the deadline. */
+  /**
+   * The store's answer for a call: at once from a store in this process, else a guarded call under the deadline;
+   * of the plan the store compiled, when it compiles.
+   */
   function ask(
     plan: CallPlan,
     cost: number,
     costs: readonly number[] | undefined,
     sentAt: number | undefined,
   ): WindowResult[] | Promise<WindowResult[]> {
-    const requests =
-      cost === plan.cost && costs === plan.costs ? requestsOf(plan) : windowRequests(plan.windows, cost, costs)
-    if (consumeNow) {
+    const own = cost === plan.cost && costs === plan.costs
+    const requests = own ? requestsOf(plan) : windowRequests(plan.windows, cost, costs)
+    if (compile !== undefined && (decideNow !== undefined || decidePlan !== undefined)) {
+      let storePlan = own ? plan.storePlan : undefined
+      if (storePlan === undefined) {
+        storePlan = compile(requests)
+        if (own) plan.storePlan = storePlan
+      }
       // The tier's clock is performance.now(): the store may take its reading as the decision's time.
-      if (requests.length > 1) return caller.askNow(consumeNow.many, requests, sentAt, undefined)
-      return [caller.askNow(consumeNow.one, requests[0] as (typeof requests)[number], sentAt, plan)]
+      if (decideNow !== undefined) return caller.askNow(decideNow, storePlan, sentAt)
+      if (decidePlan !== undefined) return caller.ask(plan.key, (deadline) => decidePlan(storePlan, deadline))
     }
     return caller.ask(plan.key, (deadline) => store.consume(requests, deadline))
   }
@@ -207,7 +220,7 @@ export function createDecide(deps: DecideDeps): Decide {
     decide(plan, cost, costs) {
       // A cost per window is the store's to decide: the local tier keeps answers for one cost.
       if (tier !== undefined && costs === undefined) {
-        if (consumeNow === undefined) return decideThroughTier(plan, cost)
+        if (decideNow === undefined) return decideThroughTier(plan, cost)
         const denied = tier.tryDenial(plan.id, cost, plan.tag)
         if (denied) return Promise.resolve(count(denied))
       }

@@ -2,7 +2,6 @@ import { parseDuration } from '../common/duration.js'
 import { createEmitter } from '../common/emitter.js'
 import { OptionError } from '../common/errors.js'
 import { checkOptionNames } from '../common/validate.js'
-import { consumeNowOf } from '../store/memory-store.js'
 import { serversOf } from '../store/server-set.js'
 import { createAcquireQueue } from './acquire-queue.js'
 import { createAfterCall, type Receipt } from './after-call.js'
@@ -88,7 +87,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     owner,
     leaseWindowMs: first.window,
     slots: slotPolicies.length > 0,
-    consumeNow: leases || slotPolicies.length > 0 ? undefined : consumeNowOf(store),
+    direct: !leases && slotPolicies.length === 0,
     // A decision that holds slots gets `extend(ms)`, not enumerable: a spread or JSON of it does not carry it.
     holdSlots(decision) {
       const extend = (ms?: number | string) => afterCall.extend(decision, ms, slotTtlMs)

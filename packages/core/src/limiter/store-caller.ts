@@ -2,7 +2,6 @@ import type { Emitter } from '../common/emitter.js'
 import { StoreError } from '../common/errors.js'
 import type { Logger } from '../common/logger.js'
 import { type Deadline, DeadlineExceeded, DeadlineQueue, guardedCall, ShortCircuit } from '../store/guarded-call.js'
-import { isInProcessStore } from '../store/memory-store.js'
 import { replyCode } from '../store/server-failure.js'
 import { serversOf } from '../store/server-set.js'
 import type { Store } from '../store/store.js'
@@ -20,7 +19,7 @@ export interface StoreCaller {
   /** Asks the store under the guard of the key's server (breaker, calls in flight, deadline). */
   ask<T>(key: string, call: (deadline: Deadline) => Promise<T>): Promise<T>
   /** Calls an in-process store's method that answers at once (no guard to pass: it cannot hang), counted alike. */
-  askNow<A, B, C, T>(call: (a: A, b: B, c: C) => T, a: A, b: B, c: C): T
+  askNow<A, B, T>(call: (a: A, b: B) => T, a: A, b: B): T
   /**
    * Counts a failed call, tells the listeners and, once an outage, the logger; returns the error to throw. For a
    * refund, the error and the log say whether its units stayed: a refund not sent, or refused, did not apply; one
@@ -50,7 +49,8 @@ export function createStoreCaller(
   const { policyName, mode, timeoutMs, logger, events } = options
   const counters: StoreCallCounters = { storeCalls: 0, storeErrors: 0, timeouts: 0, shortCircuits: 0 }
   const servers = serversOf(store)
-  const inProcess = isInProcessStore(store)
+  // A store in this process (it answers decisions at once: Store.decideNow) cannot hang: no deadline, no guard.
+  const inProcess = typeof store.decideNow === 'function'
   const connected = () => store.isConnected?.() !== false
   const connection = { connected, readySince: () => (store.readySince ? store.readySince() : 0) }
   const deadlines = new DeadlineQueue(timeoutMs, connection)
@@ -102,13 +102,13 @@ export function createStoreCaller(
     )
   }
 
-  function askNow<A, B, C, T>(call: (a: A, b: B, c: C) => T, a: A, b: B, c: C): T {
+  function askNow<A, B, T>(call: (a: A, b: B) => T, a: A, b: B): T {
     observer.sent()
     const reporting = events.has('storeCall')
     const sentAt = reporting ? performance.now() : 0
     let value: T
     try {
-      value = call(a, b, c)
+      value = call(a, b)
     } catch (error) {
       if (reporting) report('error', performance.now() - sentAt)
       throw error

@@ -18,13 +18,12 @@ import {
   type SlotRequest,
   STORE,
   type Store,
+  type StorePlan,
   type StoreRefund,
   type StoreSettle,
   type WindowRequest,
   type WindowResult,
 } from './store.js'
-
-export type { EntrySlot } from './memory/key-table.js'
 
 export interface MemoryStoreOptions {
   /**
@@ -55,6 +54,8 @@ export interface MemoryStore extends Store {
   extend(slots: readonly SlotRequest[], ms: number): Promise<number>
   settle(requests: readonly SettleRequest[], id: string): Promise<StoreSettle>
   onSlotFree(listener: (keys: readonly string[] | undefined) => void): void
+  plan(requests: readonly WindowRequest[]): StorePlan
+  decideNow(plan: StorePlan, at?: number): WindowResult[]
 }
 
 // A record over every option, so that an option added without its runtime name fails to compile.
@@ -101,7 +102,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     return sweeper.sweepAll(now)
   }
 
-  const store: MemoryStore = {
+  const store: Omit<MemoryStore, 'plan' | 'decideNow'> = {
     [STORE]: true,
     consume: async (requests) => decide(requests, true),
     lease: async (request) => leases.lease(request),
@@ -133,44 +134,22 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   // The caller's reading of performance.now() serves as this store's own clock when that is the default one.
   const ownClock = options.clock === undefined
   const timeOf = (at: number | undefined) => (ownClock && at !== undefined ? timeOrigin + at : clock())
-  inProcessStores.set(store, {
-    many: (requests, at) => decide(requests, true, timeOf(at)),
-    one(request, at, slot) {
-      if (request.buckets !== undefined || request.slots === true)
-        return decide([request], true, timeOf(at))[0] as WindowResult
-      const now = timeOf(at)
-      housekeep(now, 1)
-      return decideLog(request, true, now, slot)
+  // Not enumerable: a copy of the store made to replace its consume (`{ ...store, consume }`) decides through it.
+  return Object.defineProperties(store, {
+    plan: { value: (requests: readonly WindowRequest[]): MemoryPlan => ({ requests, entry: undefined }) },
+    decideNow: {
+      value(plan: MemoryPlan, at?: number): WindowResult[] {
+        const { requests } = plan
+        const now = timeOf(at)
+        const [request] = requests
+        if (requests.length > 1 || request === undefined || request.buckets !== undefined || request.slots === true)
+          return decide(requests, true, now)
+        housekeep(now, 1)
+        return [decideLog(request, true, now, plan)]
+      },
     },
-  })
-  return store
+  }) as MemoryStore
 }
 
-/**
- * A store's consume, answered at once; `at`, if given, is the caller's performance.now() read just before, which
- * the store takes as the decision's time when it runs on its default clock (one clock read, not two).
- */
-export interface ConsumeNow {
-  many(requests: readonly WindowRequest[], at: number | undefined): WindowResult[]
-  /**
-   * One window's consume; `slot` holds its key's entry between calls on that key (one map lookup fewer per call),
-   * so a slot serves one key of one store only.
-   */
-  one(request: WindowRequest, at: number | undefined, slot: EntrySlot): WindowResult
-}
-
-/**
- * The stores memoryStore() made, with their consume answered at once: a copy with methods replaced
- * (`{ ...store, consume }`) is not one of them.
- */
-const inProcessStores = new WeakMap<Store, ConsumeNow>()
-
-/** Whether `store` is a memory store itself: it decides in this process and cannot hang, so a call needs no deadline. */
-export function isInProcessStore(store: Store): boolean {
-  return inProcessStores.has(store)
-}
-
-/** A memory store's consume without a promise (the same decisions), or undefined for any other store. */
-export function consumeNowOf(store: Store): ConsumeNow | undefined {
-  return inProcessStores.get(store)
-}
+/** A memory store's plan: its requests, and (as an EntrySlot) the entry of its one key between calls. */
+interface MemoryPlan extends StorePlan, EntrySlot {}

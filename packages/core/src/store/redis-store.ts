@@ -33,6 +33,7 @@ import {
   type SlotRequest,
   STORE,
   type Store,
+  type StorePlan,
   type StoreRefund,
   type StoreSettle,
   type WindowRequest,
@@ -121,16 +122,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   const onSlotMessage = (message: string | undefined) =>
     slotFrees.emit(message === undefined ? undefined : message.split(' ').map((key) => key.slice(keyAt)))
 
-  // The keys of the requests a limiter keeps for a key's calls (see CallPlan), prefixed once.
-  const prefixed = new WeakMap<readonly WindowRequest[], string[]>()
-  const keysOf = (requests: readonly WindowRequest[]): string[] => {
-    let keys = prefixed.get(requests)
-    if (keys === undefined) {
-      keys = requests.map((request) => `${prefix}:${request.key}`)
-      prefixed.set(requests, keys)
-    }
-    return keys
-  }
+  const keysOf = (requests: readonly WindowRequest[]) => requests.map((request) => `${prefix}:${request.key}`)
 
   /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
   const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {
@@ -142,10 +134,10 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     requests: readonly WindowRequest[],
     mode: 'consume' | 'peek',
     deadline?: Deadline,
+    keys = keysOf(requests),
   ): Promise<WindowResult[]> {
     // A peek records nothing, so it needs no deadline.
     const until = mode === 'consume' ? deadline : undefined
-    const keys = keysOf(requests)
     const [first] = requests
     if (first === undefined) return []
     if (requests.length === 1 && first.buckets !== undefined) {
@@ -274,7 +266,18 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     lastError: connection.lastError,
     readySince: connection.readySince,
   }
+  // A key's calls keep their keys with the prefix (see Store.plan). Not enumerable: a copy of the store made to
+  // replace its consume (`{ ...store, consume }`) decides through it.
+  Object.defineProperties(store, {
+    plan: { value: (requests: readonly WindowRequest[]): RedisPlan => ({ requests, keys: keysOf(requests) }) },
+    decide: { value: (plan: RedisPlan, deadline?: Deadline) => decide(plan.requests, 'consume', deadline, plan.keys) },
+  })
   return guardStore(store, servers)
+}
+
+/** A redisStore's plan of a key's calls: its requests, and their keys with the prefix. */
+interface RedisPlan extends StorePlan {
+  readonly keys: string[]
 }
 
 /** lua/bucketed.lua's reply: its five numbers. */

@@ -135,6 +135,14 @@ export interface LeaseResult extends WindowResult {
 }
 
 /**
+ * What a store compiled for the calls of one key (Store.plan), made once and given to each of them: their
+ * requests, and whatever the store keeps to answer them without building the call again.
+ */
+export interface StorePlan {
+  readonly requests: readonly WindowRequest[]
+}
+
+/**
  * Where windows live: `redisStore(client)` for a fleet, `memoryStore()` for one process. Each call takes
  * one or more windows (one per policy) and answers for each, at one instant.
  */
@@ -145,6 +153,19 @@ export interface Store {
    * records nothing after `deadline.at` (performance.now() time, read when sending): its caller has given up.
    */
   consume(requests: readonly WindowRequest[], deadline?: Deadline): Promise<WindowResult[]>
+  /**
+   * Compiles the requests of one key's calls (made again and again with the same windows, limits and cost) into a
+   * plan that `decide` or `decideNow` takes. Optional: a store without it is asked `consume(requests)` each time.
+   */
+  plan?(requests: readonly WindowRequest[]): StorePlan
+  /** consume() of a plan this store made: the same decision, without building the call again. */
+  decide?(plan: StorePlan, deadline?: Deadline): Promise<WindowResult[]>
+  /**
+   * For a store in this process, which cannot hang: decide() answered at once. A limiter calls it with no deadline
+   * and no guard. `at`, if given, is the caller's performance.now() read in this tick, which the store may take as
+   * the decision's time.
+   */
+  decideNow?(plan: StorePlan, at?: number): WindowResult[]
   /** Decides and records nothing; `remaining` is what each window holds now. */
   peek(requests: readonly WindowRequest[]): Promise<WindowResult[]>
   /** Forgets every unit of a key. */
@@ -215,6 +236,9 @@ export function isStore(value: unknown): value is Store {
 /** Every method of the contract, required (true) or optional: a new method without its entry fails to compile. */
 const METHODS: { readonly [K in Exclude<keyof Store, typeof STORE>]-?: boolean } = {
   consume: true,
+  plan: false,
+  decide: false,
+  decideNow: false,
   peek: true,
   reset: true,
   hold: true,

@@ -30,7 +30,7 @@ const kindAsked = (request: WindowRequest | LeaseRequest): Kind =>
       : 'log'
 
 /**
- * A caller's holder for one key's entry, kept between its calls on that key (see ConsumeNow.one): the entry is
+ * A caller's holder for one key's entry, kept between its calls on that key (a memory store's plan, see Store.plan): the entry is
  * used while the store holds it, and looked up again once the store dropped it.
  */
 export interface EntrySlot {
