@@ -3,25 +3,12 @@ import { checkInteger } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
 import type { CallLimit, RateLimiter } from '../limiter/limiter-types.js'
 import { MAX_CONCURRENCY, MAX_LIMIT } from '../limiter/policy.js'
-import {
-  createDefaultDenial,
-  customBody,
-  type HttpOutcome,
-  requestError,
-  respond,
-  STORE_UNAVAILABLE,
-  sized,
-} from './answers.js'
+import type { FrameworkInfo, HttpOutcome, RequestInfo } from './adapter-contract.js'
+import { createDefaultDenial, customBody, requestError, respond, STORE_UNAVAILABLE, sized } from './answers.js'
 import { checkTenantIpv6, createAddressWarnings, createWarnOnce } from './config-warnings.js'
 import { createRouteNames } from './default-route.js'
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js'
-import {
-  type FrameworkInfo,
-  type HttpRateLimitOptions,
-  type RequestErrorAction,
-  type RequestInfo,
-  resolveHttpOptions,
-} from './http-options.js'
+import { type HttpRateLimitOptions, type RequestErrorAction, resolveHttpOptions } from './http-options.js'
 import { answeredDenial, deniedInFlightOnly } from './in-flight.js'
 import { addressTenant, ipTenant } from './ip.js'
 import { createRequestCounts } from './request-counts.js'
