@@ -15,11 +15,7 @@ export {
 export { manyMethods, UNMATCHED_ROUTE } from './http/default-route.js'
 export { type HeaderOptions, type HeaderStandard, rateLimitHeaders, stackHeaders } from './http/headers.js'
 export { createHttpLimiter, type HttpLimiter } from './http/http-limiter.js'
-export {
-  checkHttpOptions,
-  type HttpRateLimitOptions,
-  inlinePolicy,
-  type RequestErrorAction,
-} from './http/http-options.js'
+export type { HttpRateLimitOptions, RequestErrorAction } from './http/http-options.js'
 export { ipTenant } from './http/ip.js'
+export { checkHttpOptions, inlinePolicy } from './http/resolved-http-options.js'
 export { type HttpLimiterStats, type NodeResponse, onResponseEnd } from './http/settle.js'

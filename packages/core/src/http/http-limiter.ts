@@ -8,10 +8,11 @@ import { createDefaultDenial, customBody, requestError, respond, STORE_UNAVAILAB
 import { checkTenantIpv6, createAddressWarnings, createWarnOnce } from './config-warnings.js'
 import { createRouteNames } from './default-route.js'
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js'
-import { type HttpRateLimitOptions, type RequestErrorAction, resolveHttpOptions } from './http-options.js'
+import type { HttpRateLimitOptions, RequestErrorAction } from './http-options.js'
 import { answeredDenial, deniedInFlightOnly } from './in-flight.js'
 import { addressTenant, ipTenant } from './ip.js'
 import { createRequestCounts } from './request-counts.js'
+import { resolveHttpOptions } from './resolved-http-options.js'
 import { createSettler, type Settler } from './settle.js'
 
 export interface HttpLimiter<Req extends object, Res = unknown> extends Settler<Req, Res> {
