@@ -12,10 +12,11 @@ export {
   requestErrorBody,
   storeUnavailableBody,
 } from './http/answers.js'
+export { checkHttpOptions } from './http/check-http-options.js'
 export { manyMethods, UNMATCHED_ROUTE } from './http/default-route.js'
 export { type HeaderOptions, type HeaderStandard, rateLimitHeaders, stackHeaders } from './http/headers.js'
 export { createHttpLimiter, type HttpLimiter } from './http/http-limiter.js'
 export type { HttpRateLimitOptions, RequestErrorAction } from './http/http-options.js'
 export { ipTenant } from './http/ip.js'
-export { checkHttpOptions, inlinePolicy } from './http/resolved-http-options.js'
+export { inlinePolicy } from './http/resolved-http-options.js'
 export { type HttpLimiterStats, type NodeResponse, onResponseEnd } from './http/settle.js'

@@ -3,79 +3,20 @@
 import { parseDuration } from '../common/duration.js'
 import { OptionError } from '../common/errors.js'
 import type { Logger } from '../common/logger.js'
-import {
-  checkBoolean,
-  checkInteger,
-  checkOneOf,
-  checkOptionNames,
-  optionalFunction,
-  optionNames,
-} from '../common/validate.js'
+import { checkBoolean, checkInteger, checkOneOf, optionalFunction } from '../common/validate.js'
 import { createRateLimiter } from '../limiter/limiter.js'
 import type { RateLimiter } from '../limiter/limiter-types.js'
-import {
-  definePolicy,
-  MAX_LIMIT,
-  POLICY_ACCEPTS,
-  POLICY_OPTION_NAMES,
-  POLICY_OPTIONS,
-  type Policy,
-  type PolicyOptions,
-} from '../limiter/policy.js'
+import { definePolicy, MAX_LIMIT, POLICY_OPTION_NAMES, type Policy, type PolicyOptions } from '../limiter/policy.js'
+import { checkHttpOptions, REQUEST_FUNCTIONS } from './check-http-options.js'
 import type { HeaderOptions, HeaderStandard } from './headers.js'
 import type { HttpRateLimitOptions } from './http-options.js'
 import { inFlightPolicy } from './in-flight.js'
-
-const ADAPTER_OPTION_NAMES = optionNames<HttpRateLimitOptions<unknown>>({
-  ...POLICY_OPTIONS,
-  store: true,
-  limiter: true,
-  policy: true,
-  policies: true,
-  tenant: true,
-  route: true,
-  skip: true,
-  headers: true,
-  legacyHeaders: true,
-  onLimited: true,
-  skipFailedRequests: true,
-  skipSuccessfulRequests: true,
-  requestWasSuccessful: true,
-  statusCode: true,
-  concurrencyStatusCode: true,
-  message: true,
-  ipv6Subnet: true,
-  logger: true,
-  local: true,
-  onError: true,
-})
-
-/** Policy options an adapter takes as a function of the request; any other one given as a function is an error. */
-const REQUEST_FUNCTIONS = new Set<string>(['limit', 'cost', 'concurrency'])
 
 /**
  * The options that make the adapter's own in-flight policy rather than the inline policy: `concurrency` is a
  * policy of its own beside the rate policy, and `slotTtlMs` its slots' life.
  */
 const IN_FLIGHT_OPTIONS = new Set<string>(['concurrency', 'slotTtlMs'])
-
-/**
- * Checks the option names (a peer's familiar name gets ours) and that no policy option but `limit`, `cost` and
- * `concurrency` is a function: what `createHttpLimiter` checks first, for an adapter that builds its limiters
- * later (Fastify's per-route policies).
- */
-export function checkHttpOptions<Req, Res>(options: HttpRateLimitOptions<Req, Res>): void {
-  checkOptionNames(options, 'rateLimit', ADAPTER_OPTION_NAMES)
-  for (const name of POLICY_OPTION_NAMES) {
-    const value = options[name]
-    if (typeof value !== 'function' || REQUEST_FUNCTIONS.has(name)) continue
-    throw new OptionError(
-      name,
-      value,
-      `${POLICY_ACCEPTS[name as keyof typeof POLICY_ACCEPTS]}: of the policy options, only \`limit\`, \`cost\` and \`concurrency\` may be functions of the request`,
-    )
-  }
-}
 
 const STANDARDS = ['draft-6', 'draft-7', 'draft-8'] as const
 
