@@ -18,5 +18,5 @@ export { type HeaderOptions, type HeaderStandard, rateLimitHeaders, stackHeaders
 export { createHttpLimiter, type HttpLimiter } from './http/http-limiter.js'
 export type { HttpRateLimitOptions, RequestErrorAction } from './http/http-options.js'
 export { ipTenant } from './http/ip.js'
-export { inlinePolicy } from './http/resolved-http-options.js'
+export { inlinePolicy } from './http/limiter-setup.js'
 export { type HttpLimiterStats, type NodeResponse, onResponseEnd } from './http/settle.js'
