@@ -1,18 +1,11 @@
-import { isFleetlimitError } from '../common/errors.js'
 import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
 import { createRateLimiter } from '../limiter/limiter.js'
-import {
-  definePolicy,
-  MAX_CONCURRENCY,
-  MAX_LIMIT,
-  type Policy,
-  type PolicyOptions,
-  policyKeyName,
-} from '../limiter/policy.js'
+import { MAX_LIMIT, type Policy, policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
 import type { WindowRequest, WindowResult } from '../store/store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
+import { asCliError, fieldsOf, type PolicyFields, policyOf } from './command-policy.js'
 import type { Connected } from './connect.js'
 import { createReadWindow, type ReadWindow } from './read-window.js'
 import { scanKeys } from './scan.js'
@@ -180,54 +173,6 @@ const windowOf = (key: string, policy: PolicyFields): WindowRequest => ({
   ...(policy.inFlight && { slots: true }),
 })
 
-function policyOf(command: Command): Policy {
-  const { name, window, limit, algorithm, buckets, concurrency, slotTtl } = command.policy
-  if (concurrency !== undefined || slotTtl !== undefined) return inFlightPolicyOf(command.policy)
-  if (name === undefined && limit === undefined) {
-    throw new CliError('give the policy the key belongs to: --policy <name> --window <duration> (fleetlimit --help)', 2)
-  }
-  if (window === undefined) {
-    throw new CliError('give the policy’s window: --window <duration>, such as 1m (fleetlimit --help)', 2)
-  }
-  const options = {
-    limit: limit ?? MAX_LIMIT,
-    window: /^\d+$/.test(window) ? Number(window) : window,
-    ...(name !== undefined && { name }),
-    ...(algorithm !== undefined && { algorithm }),
-    ...(buckets !== undefined && { buckets }),
-  } as PolicyOptions
-  return asCliError(() => definePolicy(options))
-}
-
-/** An in-flight policy, named by --slot-ttl and --concurrency; a rate policy's flags beside them are refused. */
-function inFlightPolicyOf({ name, window, limit, algorithm, buckets, concurrency, slotTtl }: Command['policy']) {
-  const rate = [
-    ['--window', window],
-    ['--limit', limit],
-    ['--algorithm', algorithm],
-    ['--buckets', buckets],
-  ].find(([, value]) => value !== undefined)?.[0]
-  if (rate !== undefined) {
-    throw new CliError(
-      `${rate} is a rate policy’s: an in-flight policy is named by --slot-ttl (its slot life) and --concurrency ` +
-        '(fleetlimit --help)',
-      2,
-    )
-  }
-  if (name === undefined && concurrency === undefined) {
-    throw new CliError(
-      'give the policy the key belongs to: --policy <name> --slot-ttl <duration> (fleetlimit --help)',
-      2,
-    )
-  }
-  const options = {
-    concurrency: concurrency ?? MAX_CONCURRENCY,
-    ...(slotTtl !== undefined && { slotTtlMs: /^\d+$/.test(slotTtl) ? Number(slotTtl) : slotTtl }),
-    ...(name !== undefined && { name }),
-  } as PolicyOptions
-  return asCliError(() => definePolicy(options))
-}
-
 /**
  * Refuses a policy that no live key has: most often a mistyped name or window, which would name a key nobody
  * counts under. The policies that do have keys are listed, as the options that name them.
@@ -324,45 +269,6 @@ async function keyUsage(read: ReadWindow, stored: StoredKey) {
     ...(await usageOf(read, windowOf(stored.key, policy))),
   }
 }
-
-/** The command-line flag of each policy option, for the option errors of definePolicy. */
-const FLAGS: Readonly<Record<string, string>> = {
-  name: '--policy',
-  window: '--window',
-  limit: '--limit',
-  algorithm: '--algorithm',
-  buckets: '--buckets',
-  concurrency: '--concurrency',
-  slotTtlMs: '--slot-ttl',
-  'redisStore.prefix': '--prefix',
-}
-
-/** Runs `make`; an option error it throws becomes a usage error that names the flag. */
-function asCliError<T>(make: () => T): T {
-  try {
-    return make()
-  } catch (error) {
-    if (!isFleetlimitError(error)) throw error
-    const option = (error as { option?: unknown }).option
-    const flag = typeof option === 'string' ? FLAGS[option] : undefined
-    throw new CliError(flag ? error.message.replace(/option `[^`]+`/, flag) : error.message, 2)
-  }
-}
-
-type PolicyFields = Pick<Policy, 'name' | 'window' | 'algorithm'> & {
-  readonly buckets?: number | undefined
-  /** An in-flight policy: its window is its slot life. */
-  readonly inFlight?: true | undefined
-}
-
-/** What names a policy's keys, as a stored key's policy says it. */
-const fieldsOf = (policy: Policy): PolicyFields => ({
-  name: policy.name,
-  window: policy.window,
-  algorithm: policy.algorithm,
-  ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-  ...(policy.concurrency !== undefined && { inFlight: true }),
-})
 
 const policyJson = (policy: PolicyFields, limit: number | undefined) =>
   policy.inFlight
