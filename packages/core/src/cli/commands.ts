@@ -1,12 +1,13 @@
 import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
 import { createRateLimiter } from '../limiter/limiter.js'
-import { MAX_LIMIT, type Policy, policyKeyName } from '../limiter/policy.js'
+import { type Policy, policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
-import type { WindowRequest, WindowResult } from '../store/store.js'
+import type { WindowResult } from '../store/store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
 import { asCliError, fieldsOf, type PolicyFields, policyOf } from './command-policy.js'
 import type { Connected } from './connect.js'
+import { isEmpty, type Usage, usageOf, windowOf } from './key-usage.js'
 import { createReadWindow, type ReadWindow } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
@@ -113,17 +114,6 @@ export async function runCommand(command: Command, connected: Connected): Promis
   }
 }
 
-interface Usage {
-  /** Units in the window now; an in-flight policy's slots held. */
-  readonly used: number
-  /** Until the window holds no unit of the key; until the last slot ends. */
-  readonly resetMs: number
-  /** Until a pause (or block) ends; 0 when there is none (always, for slots). */
-  readonly pausedMs: number
-  /** An in-flight policy's: until the soonest slot ends (0 when none is held). */
-  readonly nextSlotEndMs?: number
-}
-
 /** A peek's lines of usage: units in the window and a pause, or slots held and when they end. */
 function usageLines(usage: Usage, limit: number | undefined, next: WindowResult | undefined): string[][] {
   const lines: string[][] = []
@@ -144,34 +134,8 @@ function usageLines(usage: Usage, limit: number | undefined, next: WindowResult 
   return lines
 }
 
-const isEmpty = (usage: Usage) => usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
-
 /** Another live key's route as --json shows it: null for none or a hashed one. */
 const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
-
-/** A key's usage, read under the largest limit: only a pause or a block then denies one unit. */
-async function usageOf(read: ReadWindow, window: WindowRequest): Promise<Usage> {
-  const result = await read({ ...window, limit: MAX_LIMIT })
-  const usage = {
-    used: MAX_LIMIT - result.remaining,
-    resetMs: result.resetMs,
-    pausedMs: result.allowed ? 0 : result.retryAfterMs,
-  }
-  if (!window.slots) return usage
-  // Under a limit of the slots held, one more waits for the soonest to end.
-  const full = usage.used === 0 ? undefined : await read({ ...window, limit: usage.used })
-  return { ...usage, nextSlotEndMs: full?.retryAfterMs ?? 0 }
-}
-
-/** The peek of one unit (or slot) of a policy's key (its limit given at each read). */
-const windowOf = (key: string, policy: PolicyFields): WindowRequest => ({
-  key,
-  limit: MAX_LIMIT,
-  windowMs: policy.window,
-  cost: 1,
-  ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-  ...(policy.inFlight && { slots: true }),
-})
 
 /**
  * Refuses a policy that no live key has: most often a mistyped name or window, which would name a key nobody
