@@ -2,12 +2,25 @@ import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
 import { createRateLimiter } from '../limiter/limiter.js'
 import { type Policy, policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
-import type { WindowResult } from '../store/store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
-import { asCliError, fieldsOf, type PolicyFields, policyOf } from './command-policy.js'
+import { asCliError, fieldsOf, policyOf } from './command-policy.js'
 import type { Connected } from './connect.js'
-import { isEmpty, type Usage, usageOf, windowOf } from './key-usage.js'
+import { isEmpty, usageOf, windowOf } from './key-usage.js'
+import {
+  columns,
+  describePolicy,
+  duration,
+  otherRoute,
+  policyFlags,
+  policyJson,
+  routeFlag,
+  seconds,
+  slots,
+  table,
+  units,
+  usageLines,
+} from './output-format.js'
 import { createReadWindow, type ReadWindow } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
@@ -114,29 +127,6 @@ export async function runCommand(command: Command, connected: Connected): Promis
   }
 }
 
-/** A peek's lines of usage: units in the window and a pause, or slots held and when they end. */
-function usageLines(usage: Usage, limit: number | undefined, next: WindowResult | undefined): string[][] {
-  const lines: string[][] = []
-  if (usage.nextSlotEndMs === undefined) {
-    lines.push(
-      ['used', next ? `${usage.used} of ${limit} (${next.remaining} remaining)` : String(usage.used)],
-      ['window', usage.resetMs === 0 ? 'empty' : `empties in ${seconds(usage.resetMs)}`],
-      ['paused', usage.pausedMs === 0 ? 'no' : `for ${seconds(usage.pausedMs)} more`],
-    )
-  } else {
-    const ends = `the next ends in ${seconds(usage.nextSlotEndMs)}, the last in ${seconds(usage.resetMs)}`
-    lines.push(
-      ['held', next ? `${usage.used} of ${slots(limit as number)} (${next.remaining} free)` : slots(usage.used)],
-      ['slots', usage.used === 0 ? 'none held' : ends],
-    )
-  }
-  if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
-  return lines
-}
-
-/** Another live key's route as --json shows it: null for none or a hashed one. */
-const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
-
 /**
  * Refuses a policy that no live key has: most often a mistyped name or window, which would name a key nobody
  * counts under. The policies that do have keys are listed, as the options that name them.
@@ -174,14 +164,6 @@ async function otherKeys(policy: Policy, command: Command, connected: Connected,
 }
 
 const byKey = (a: StoredKey, b: StoredKey) => (a.redisKey < b.redisKey ? -1 : 1)
-
-/** The option that names a key's route, quoted for a shell. */
-const routeFlag = (stored: StoredKey) =>
-  !stored.hasRoute
-    ? 'no --route'
-    : stored.route === undefined
-      ? `a hashed route (${stored.key.slice(stored.key.lastIndexOf(':') + 1)})`
-      : `--route '${stored.route.replaceAll("'", "'\\''")}'`
 
 async function listKeys(command: Command, connected: Connected, read: ReadWindow): Promise<Output> {
   const { prefix, max } = command
@@ -232,67 +214,4 @@ async function keyUsage(read: ReadWindow, stored: StoredKey) {
     ...(stored.hasRoute && { route: stored.route ?? null }),
     ...(await usageOf(read, windowOf(stored.key, policy))),
   }
-}
-
-const policyJson = (policy: PolicyFields, limit: number | undefined) =>
-  policy.inFlight
-    ? {
-        name: policy.name,
-        inFlight: true,
-        slotTtlMs: policy.window,
-        ...(limit !== undefined && { concurrency: limit }),
-      }
-    : {
-        name: policy.name,
-        windowMs: policy.window,
-        algorithm: policy.algorithm,
-        ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-        ...(limit !== undefined && { limit }),
-      }
-
-const describePolicy = (policy: PolicyFields, limit: number | undefined) =>
-  policy.inFlight
-    ? `${policy.name}, in flight, slots live ${duration(policy.window)}${limit === undefined ? '' : `, concurrency ${limit}`}`
-    : `${policy.name}, window ${duration(policy.window)}${limit === undefined ? '' : `, limit ${limit}`}${
-        policy.algorithm === 'bucketed' ? `, bucketed (${policy.buckets} buckets)` : ''
-      }`
-
-/** The options that name a policy's keys. */
-const policyFlags = (policy: PolicyFields) =>
-  policy.inFlight
-    ? `--policy ${policy.name} --slot-ttl ${duration(policy.window)}`
-    : `--policy ${policy.name} --window ${duration(policy.window)}${
-        policy.algorithm === 'bucketed' ? ` --algorithm bucketed --buckets ${policy.buckets}` : ''
-      }`
-
-/** A window as its shortest exact duration string: 60000 is '1m'. */
-function duration(ms: number): string {
-  for (const [unit, size] of [
-    ['d', 86_400_000],
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1_000],
-  ] as const) {
-    if (ms % size === 0) return `${ms / size}${unit}`
-  }
-  return `${ms}ms`
-}
-
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
-const units = (n: number) => `${n} ${n === 1 ? 'unit' : 'units'}`
-const slots = (n: number) => `${n} ${n === 1 ? 'slot' : 'slots'}`
-
-const table = (rows: string[][]) => columns(rows)
-
-/** Rows as aligned columns, the last left ragged. */
-function columns(rows: string[][]): string {
-  const widths: number[] = []
-  for (const row of rows) {
-    row.forEach((cell, i) => {
-      widths[i] = Math.max(widths[i] ?? 0, cell.length)
-    })
-  }
-  return rows
-    .map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd((widths[i] as number) + 2))).join(''))
-    .join('\n')
 }
