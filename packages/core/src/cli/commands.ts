@@ -1,18 +1,18 @@
-import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
+// The commands of the `fleetlimit` command line (peek, reset, pause, resume, keys): each reads, acts and says what it did.
+import { buildKey, type KeyInput } from '../limiter/keys.js'
 import { createRateLimiter } from '../limiter/limiter.js'
-import { type Policy, policyKeyName } from '../limiter/policy.js'
+import { policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
 import { asCliError, fieldsOf, policyOf } from './command-policy.js'
 import type { Connected } from './connect.js'
 import { isEmpty, usageOf, windowOf } from './key-usage.js'
+import { byKey, checkKnown, otherKeys } from './live-keys.js'
 import {
   columns,
   describePolicy,
-  duration,
   otherRoute,
-  policyFlags,
   policyJson,
   routeFlag,
   seconds,
@@ -126,44 +126,6 @@ export async function runCommand(command: Command, connected: Connected): Promis
     }
   }
 }
-
-/**
- * Refuses a policy that no live key has: most often a mistyped name or window, which would name a key nobody
- * counts under. The policies that do have keys are listed, as the options that name them.
- */
-async function checkKnown(policy: Policy, prefix: string, connected: Connected): Promise<void> {
-  const servers = connected.scanned()
-  for await (const _ of scanKeys(servers, `${globLiteral(prefix)}:${policyKeyName(policy)}:*`)) return
-  const live = new Set<string>()
-  let looked = 0
-  for await (const redisKey of scanKeys(servers, `${globLiteral(prefix)}:*`)) {
-    const stored = parseStoredKey(redisKey, prefix)
-    if (stored) live.add(policyFlags(stored.policy))
-    if (live.size >= 10 || ++looked >= 100_000) break
-  }
-  const known = live.size === 0 ? 'the prefix has none' : `live policies: ${[...live].join('; ')}`
-  const [kind, window] = policy.concurrency === undefined ? ['policy', 'window'] : ['in-flight policy', 'slot life']
-  throw new CliError(
-    `unknown ${kind} "${policy.name}" with ${window} ${duration(policy.window)}: no live key of it under prefix ` +
-      `"${prefix}"; ${known} (--force acts anyway)`,
-    2,
-  )
-}
-
-/** The tenant's other live keys of the policy (other routes, or none): at most 10. */
-async function otherKeys(policy: Policy, command: Command, connected: Connected, redisKey: string) {
-  const tenant = encodeKeyPart(command.tenant as string)
-  const pattern = `${globLiteral(command.prefix)}:${policyKeyName(policy)}:{${globLiteral(tenant)}}*`
-  const found = new Map<string, StoredKey>()
-  for await (const key of scanKeys(connected.scanned(), pattern)) {
-    const stored = parseStoredKey(key, command.prefix)
-    if (stored && key !== redisKey) found.set(key, stored)
-    if (found.size === 10) break
-  }
-  return [...found.values()].sort(byKey)
-}
-
-const byKey = (a: StoredKey, b: StoredKey) => (a.redisKey < b.redisKey ? -1 : 1)
 
 async function listKeys(command: Command, connected: Connected, read: ReadWindow): Promise<Output> {
   const { prefix, max } = command
