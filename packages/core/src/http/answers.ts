@@ -64,6 +64,9 @@ export function requestErrorBody(detail: string, code?: string): ResponseBody {
   return { contentType: 'application/problem+json', body: JSON.stringify(problem) }
 }
 
+/** Through, with no headers and no decision: a request skipped, or one counted already. */
+export const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}), decision: undefined })
+
 /** A body with its byte length, made once for the answers that repeat. */
 export type SizedBody = ResponseBody & { readonly length: string }
 export const sized = (body: ResponseBody): SizedBody => ({ ...body, length: String(Buffer.byteLength(body.body)) })

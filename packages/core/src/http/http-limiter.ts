@@ -1,17 +1,18 @@
-import { describe, type FleetlimitError, isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
+import { isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
 import { checkInteger } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
 import type { CallLimit, RateLimiter } from '../limiter/limiter-types.js'
 import { MAX_CONCURRENCY, MAX_LIMIT } from '../limiter/policy.js'
 import type { FrameworkInfo, HttpOutcome, RequestInfo } from './adapter-contract.js'
-import { createDefaultDenial, customBody, requestError, respond, STORE_UNAVAILABLE, sized } from './answers.js'
+import { createDefaultDenial, customBody, NEXT, respond, STORE_UNAVAILABLE, sized } from './answers.js'
 import { checkTenantIpv6, createAddressWarnings, createWarnOnce } from './config-warnings.js'
 import { createRouteNames } from './default-route.js'
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js'
-import type { HttpRateLimitOptions, RequestErrorAction } from './http-options.js'
+import type { HttpRateLimitOptions } from './http-options.js'
 import { answeredDenial, deniedInFlightOnly } from './in-flight.js'
 import { addressTenant, ipTenant } from './ip.js'
 import { createRequestCounts } from './request-counts.js'
+import { createRequestFailure } from './request-failure.js'
 import { resolveHttpOptions } from './resolved-http-options.js'
 import { createSettler, type Settler } from './settle.js'
 
@@ -20,7 +21,6 @@ export interface HttpLimiter<Req extends object, Res = unknown> extends Settler<
   handle(req: Req, info: RequestInfo): Promise<HttpOutcome>
 }
 
-const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}), decision: undefined })
 const NEXT_NOW = Promise.resolve(NEXT)
 
 /**
@@ -42,7 +42,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   warned: Set<string> = new Set(),
 ): HttpLimiter<Req, Res> {
   const resolved = resolveHttpOptions(options)
-  const { limiter, tenantOf, routeOf, skip, onLimited, onError, costOf, limitOf, unlimited, message } = resolved
+  const { limiter, tenantOf, routeOf, skip, onLimited, costOf, limitOf, unlimited, message } = resolved
   const { statusCode, concurrencyStatusCode, ipv6Subnet, maxCost, headerOptions } = resolved
   const { concurrencyOf, ownInFlight, rateName, inFlight } = resolved
   const counts = createRequestCounts(limiter)
@@ -51,6 +51,7 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   const defaultDenial = createDefaultDenial(statusCode)
   const busyDenial = concurrencyStatusCode === statusCode ? defaultDenial : createDefaultDenial(concurrencyStatusCode)
   const settler = createSettler(resolved, warnOnce)
+  const failed = createRequestFailure(resolved.onError, warnOnce)
 
   /** The default tenant: the client address, grouped; a value that is not an address is kept, and said once. */
   function ipTenantOf(info: RequestInfo): string {
@@ -202,34 +203,6 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     return { ...byName, [ownInFlight]: concurrency }
   }
 
-  /** A request that could not be decided on: what onError says, else the default for the error. */
-  async function failed(req: Req, error: unknown): Promise<HttpOutcome> {
-    const ours = isFleetlimitError(error)
-    let action: unknown = onError ? await onError(error, req) : undefined
-    if (action !== undefined && !ERROR_ACTIONS.includes(action as RequestErrorAction)) {
-      const got = describe(action)
-      warnOnce(
-        'on-error-result',
-        () => `onError(error, req) returned ${got}, not 'respond', 'allow' or 'throw': such requests get the default.`,
-      )
-      action = undefined
-    }
-    action ??= ours ? 'respond' : 'throw'
-    if (action === 'throw') throw error
-    if (action === 'allow') return NEXT
-    const option = ours && error instanceof OptionError ? error.option : undefined
-    if (ours && !onError) {
-      const text = (error as Error).message.replace(/^fleetlimit: /, '')
-      warnOnce(
-        `request-error ${(error as FleetlimitError).code} ${option ?? ''}`,
-        () =>
-          `a request could not be rate limited, so it was answered 500 (application/problem+json): ${text} ` +
-          'Later requests failing the same way get the same answer, unlogged; pass onError(error, req) to decide what they get.',
-      )
-    }
-    return respond(500, {}, requestError(ours ? (error as FleetlimitError).code : undefined, option), undefined)
-  }
-
   return {
     limiter,
     handle(req, info) {
@@ -249,8 +222,6 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     stats: settler.stats,
   }
 }
-
-const ERROR_ACTIONS: readonly RequestErrorAction[] = ['respond', 'allow', 'throw']
 
 /** Whether limit(req)'s result is a map, one with an own entry for the policy `name` when one is given. */
 function namesLimit(limit: unknown, name: string | undefined): boolean {
