@@ -7,6 +7,8 @@ module.exports = {
   spec: [
     'test/core/cli/args.test.ts',
     'test/core/cli/bin.test.ts',
+    'test/core/cli/command-policy.test.ts',
+    'test/core/cli/output-format.test.ts',
     'test/core/common/*.test.ts',
     'test/core/http/*.test.ts',
     'test/core/outbound/*.test.ts',

@@ -3,25 +3,20 @@
 // outcome's headers onto the response (through `stackHeaders`, for a response that another limiter already
 // set headers on) and either continues or answers with the outcome's status and body. When `settles`, it hands an
 // admitted request's decision to `settle` once the response ends (`onResponseEnd`).
+export type { FrameworkInfo, HttpOutcome, RequestInfo } from './http/adapter-contract.js'
 export {
   customBody,
   factoryMisuse,
-  type HttpOutcome,
   quotaExceededBody,
   type ResponseBody,
   requestErrorBody,
   storeUnavailableBody,
 } from './http/answers.js'
+export { checkHttpOptions } from './http/check-http-options.js'
 export { manyMethods, UNMATCHED_ROUTE } from './http/default-route.js'
 export { type HeaderOptions, type HeaderStandard, rateLimitHeaders, stackHeaders } from './http/headers.js'
 export { createHttpLimiter, type HttpLimiter } from './http/http-limiter.js'
-export {
-  checkHttpOptions,
-  type FrameworkInfo,
-  type HttpRateLimitOptions,
-  inlinePolicy,
-  type RequestErrorAction,
-  type RequestInfo,
-} from './http/http-options.js'
+export type { HttpRateLimitOptions, RequestErrorAction } from './http/http-options.js'
 export { ipTenant } from './http/ip.js'
+export { inlinePolicy } from './http/limiter-setup.js'
 export { type HttpLimiterStats, type NodeResponse, onResponseEnd } from './http/settle.js'

@@ -1,19 +1,26 @@
-import { isFleetlimitError } from '../common/errors.js'
-import { buildKey, encodeKeyPart, type KeyInput } from '../limiter/keys.js'
+// The commands of the `fleetlimit` command line (peek, reset, pause, resume, keys): each reads, acts and says what it did.
+import { buildKey, type KeyInput } from '../limiter/keys.js'
 import { createRateLimiter } from '../limiter/limiter.js'
-import {
-  definePolicy,
-  MAX_CONCURRENCY,
-  MAX_LIMIT,
-  type Policy,
-  type PolicyOptions,
-  policyKeyName,
-} from '../limiter/policy.js'
+import { policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
-import type { WindowRequest, WindowResult } from '../store/store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
+import { asCliError, fieldsOf, policyOf } from './command-policy.js'
 import type { Connected } from './connect.js'
+import { isEmpty, usageOf, windowOf } from './key-usage.js'
+import { byKey, checkKnown, otherKeys } from './live-keys.js'
+import {
+  columns,
+  describePolicy,
+  otherRoute,
+  policyJson,
+  routeFlag,
+  seconds,
+  slots,
+  table,
+  units,
+  usageLines,
+} from './output-format.js'
 import { createReadWindow, type ReadWindow } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
@@ -120,160 +127,6 @@ export async function runCommand(command: Command, connected: Connected): Promis
   }
 }
 
-interface Usage {
-  /** Units in the window now; an in-flight policy's slots held. */
-  readonly used: number
-  /** Until the window holds no unit of the key; until the last slot ends. */
-  readonly resetMs: number
-  /** Until a pause (or block) ends; 0 when there is none (always, for slots). */
-  readonly pausedMs: number
-  /** An in-flight policy's: until the soonest slot ends (0 when none is held). */
-  readonly nextSlotEndMs?: number
-}
-
-/** A peek's lines of usage: units in the window and a pause, or slots held and when they end. */
-function usageLines(usage: Usage, limit: number | undefined, next: WindowResult | undefined): string[][] {
-  const lines: string[][] = []
-  if (usage.nextSlotEndMs === undefined) {
-    lines.push(
-      ['used', next ? `${usage.used} of ${limit} (${next.remaining} remaining)` : String(usage.used)],
-      ['window', usage.resetMs === 0 ? 'empty' : `empties in ${seconds(usage.resetMs)}`],
-      ['paused', usage.pausedMs === 0 ? 'no' : `for ${seconds(usage.pausedMs)} more`],
-    )
-  } else {
-    const ends = `the next ends in ${seconds(usage.nextSlotEndMs)}, the last in ${seconds(usage.resetMs)}`
-    lines.push(
-      ['held', next ? `${usage.used} of ${slots(limit as number)} (${next.remaining} free)` : slots(usage.used)],
-      ['slots', usage.used === 0 ? 'none held' : ends],
-    )
-  }
-  if (next) lines.push(['next call', next.allowed ? 'admitted' : `denied, retry in ${seconds(next.retryAfterMs)}`])
-  return lines
-}
-
-const isEmpty = (usage: Usage) => usage.used === 0 && usage.resetMs === 0 && usage.pausedMs === 0
-
-/** Another live key's route as --json shows it: null for none or a hashed one. */
-const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
-
-/** A key's usage, read under the largest limit: only a pause or a block then denies one unit. */
-async function usageOf(read: ReadWindow, window: WindowRequest): Promise<Usage> {
-  const result = await read({ ...window, limit: MAX_LIMIT })
-  const usage = {
-    used: MAX_LIMIT - result.remaining,
-    resetMs: result.resetMs,
-    pausedMs: result.allowed ? 0 : result.retryAfterMs,
-  }
-  if (!window.slots) return usage
-  // Under a limit of the slots held, one more waits for the soonest to end.
-  const full = usage.used === 0 ? undefined : await read({ ...window, limit: usage.used })
-  return { ...usage, nextSlotEndMs: full?.retryAfterMs ?? 0 }
-}
-
-/** The peek of one unit (or slot) of a policy's key (its limit given at each read). */
-const windowOf = (key: string, policy: PolicyFields): WindowRequest => ({
-  key,
-  limit: MAX_LIMIT,
-  windowMs: policy.window,
-  cost: 1,
-  ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-  ...(policy.inFlight && { slots: true }),
-})
-
-function policyOf(command: Command): Policy {
-  const { name, window, limit, algorithm, buckets, concurrency, slotTtl } = command.policy
-  if (concurrency !== undefined || slotTtl !== undefined) return inFlightPolicyOf(command.policy)
-  if (name === undefined && limit === undefined) {
-    throw new CliError('give the policy the key belongs to: --policy <name> --window <duration> (fleetlimit --help)', 2)
-  }
-  if (window === undefined) {
-    throw new CliError('give the policy’s window: --window <duration>, such as 1m (fleetlimit --help)', 2)
-  }
-  const options = {
-    limit: limit ?? MAX_LIMIT,
-    window: /^\d+$/.test(window) ? Number(window) : window,
-    ...(name !== undefined && { name }),
-    ...(algorithm !== undefined && { algorithm }),
-    ...(buckets !== undefined && { buckets }),
-  } as PolicyOptions
-  return asCliError(() => definePolicy(options))
-}
-
-/** An in-flight policy, named by --slot-ttl and --concurrency; a rate policy's flags beside them are refused. */
-function inFlightPolicyOf({ name, window, limit, algorithm, buckets, concurrency, slotTtl }: Command['policy']) {
-  const rate = [
-    ['--window', window],
-    ['--limit', limit],
-    ['--algorithm', algorithm],
-    ['--buckets', buckets],
-  ].find(([, value]) => value !== undefined)?.[0]
-  if (rate !== undefined) {
-    throw new CliError(
-      `${rate} is a rate policy’s: an in-flight policy is named by --slot-ttl (its slot life) and --concurrency ` +
-        '(fleetlimit --help)',
-      2,
-    )
-  }
-  if (name === undefined && concurrency === undefined) {
-    throw new CliError(
-      'give the policy the key belongs to: --policy <name> --slot-ttl <duration> (fleetlimit --help)',
-      2,
-    )
-  }
-  const options = {
-    concurrency: concurrency ?? MAX_CONCURRENCY,
-    ...(slotTtl !== undefined && { slotTtlMs: /^\d+$/.test(slotTtl) ? Number(slotTtl) : slotTtl }),
-    ...(name !== undefined && { name }),
-  } as PolicyOptions
-  return asCliError(() => definePolicy(options))
-}
-
-/**
- * Refuses a policy that no live key has: most often a mistyped name or window, which would name a key nobody
- * counts under. The policies that do have keys are listed, as the options that name them.
- */
-async function checkKnown(policy: Policy, prefix: string, connected: Connected): Promise<void> {
-  const servers = connected.scanned()
-  for await (const _ of scanKeys(servers, `${globLiteral(prefix)}:${policyKeyName(policy)}:*`)) return
-  const live = new Set<string>()
-  let looked = 0
-  for await (const redisKey of scanKeys(servers, `${globLiteral(prefix)}:*`)) {
-    const stored = parseStoredKey(redisKey, prefix)
-    if (stored) live.add(policyFlags(stored.policy))
-    if (live.size >= 10 || ++looked >= 100_000) break
-  }
-  const known = live.size === 0 ? 'the prefix has none' : `live policies: ${[...live].join('; ')}`
-  const [kind, window] = policy.concurrency === undefined ? ['policy', 'window'] : ['in-flight policy', 'slot life']
-  throw new CliError(
-    `unknown ${kind} "${policy.name}" with ${window} ${duration(policy.window)}: no live key of it under prefix ` +
-      `"${prefix}"; ${known} (--force acts anyway)`,
-    2,
-  )
-}
-
-/** The tenant's other live keys of the policy (other routes, or none): at most 10. */
-async function otherKeys(policy: Policy, command: Command, connected: Connected, redisKey: string) {
-  const tenant = encodeKeyPart(command.tenant as string)
-  const pattern = `${globLiteral(command.prefix)}:${policyKeyName(policy)}:{${globLiteral(tenant)}}*`
-  const found = new Map<string, StoredKey>()
-  for await (const key of scanKeys(connected.scanned(), pattern)) {
-    const stored = parseStoredKey(key, command.prefix)
-    if (stored && key !== redisKey) found.set(key, stored)
-    if (found.size === 10) break
-  }
-  return [...found.values()].sort(byKey)
-}
-
-const byKey = (a: StoredKey, b: StoredKey) => (a.redisKey < b.redisKey ? -1 : 1)
-
-/** The option that names a key's route, quoted for a shell. */
-const routeFlag = (stored: StoredKey) =>
-  !stored.hasRoute
-    ? 'no --route'
-    : stored.route === undefined
-      ? `a hashed route (${stored.key.slice(stored.key.lastIndexOf(':') + 1)})`
-      : `--route '${stored.route.replaceAll("'", "'\\''")}'`
-
 async function listKeys(command: Command, connected: Connected, read: ReadWindow): Promise<Output> {
   const { prefix, max } = command
   const { name, window, slotTtl } = command.policy
@@ -323,106 +176,4 @@ async function keyUsage(read: ReadWindow, stored: StoredKey) {
     ...(stored.hasRoute && { route: stored.route ?? null }),
     ...(await usageOf(read, windowOf(stored.key, policy))),
   }
-}
-
-/** The command-line flag of each policy option, for the option errors of definePolicy. */
-const FLAGS: Readonly<Record<string, string>> = {
-  name: '--policy',
-  window: '--window',
-  limit: '--limit',
-  algorithm: '--algorithm',
-  buckets: '--buckets',
-  concurrency: '--concurrency',
-  slotTtlMs: '--slot-ttl',
-  'redisStore.prefix': '--prefix',
-}
-
-/** Runs `make`; an option error it throws becomes a usage error that names the flag. */
-function asCliError<T>(make: () => T): T {
-  try {
-    return make()
-  } catch (error) {
-    if (!isFleetlimitError(error)) throw error
-    const option = (error as { option?: unknown }).option
-    const flag = typeof option === 'string' ? FLAGS[option] : undefined
-    throw new CliError(flag ? error.message.replace(/option `[^`]+`/, flag) : error.message, 2)
-  }
-}
-
-type PolicyFields = Pick<Policy, 'name' | 'window' | 'algorithm'> & {
-  readonly buckets?: number | undefined
-  /** An in-flight policy: its window is its slot life. */
-  readonly inFlight?: true | undefined
-}
-
-/** What names a policy's keys, as a stored key's policy says it. */
-const fieldsOf = (policy: Policy): PolicyFields => ({
-  name: policy.name,
-  window: policy.window,
-  algorithm: policy.algorithm,
-  ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-  ...(policy.concurrency !== undefined && { inFlight: true }),
-})
-
-const policyJson = (policy: PolicyFields, limit: number | undefined) =>
-  policy.inFlight
-    ? {
-        name: policy.name,
-        inFlight: true,
-        slotTtlMs: policy.window,
-        ...(limit !== undefined && { concurrency: limit }),
-      }
-    : {
-        name: policy.name,
-        windowMs: policy.window,
-        algorithm: policy.algorithm,
-        ...(policy.buckets !== undefined && { buckets: policy.buckets }),
-        ...(limit !== undefined && { limit }),
-      }
-
-const describePolicy = (policy: PolicyFields, limit: number | undefined) =>
-  policy.inFlight
-    ? `${policy.name}, in flight, slots live ${duration(policy.window)}${limit === undefined ? '' : `, concurrency ${limit}`}`
-    : `${policy.name}, window ${duration(policy.window)}${limit === undefined ? '' : `, limit ${limit}`}${
-        policy.algorithm === 'bucketed' ? `, bucketed (${policy.buckets} buckets)` : ''
-      }`
-
-/** The options that name a policy's keys. */
-const policyFlags = (policy: PolicyFields) =>
-  policy.inFlight
-    ? `--policy ${policy.name} --slot-ttl ${duration(policy.window)}`
-    : `--policy ${policy.name} --window ${duration(policy.window)}${
-        policy.algorithm === 'bucketed' ? ` --algorithm bucketed --buckets ${policy.buckets}` : ''
-      }`
-
-/** A window as its shortest exact duration string: 60000 is '1m'. */
-function duration(ms: number): string {
-  for (const [unit, size] of [
-    ['d', 86_400_000],
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1_000],
-  ] as const) {
-    if (ms % size === 0) return `${ms / size}${unit}`
-  }
-  return `${ms}ms`
-}
-
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
-const units = (n: number) => `${n} ${n === 1 ? 'unit' : 'units'}`
-const slots = (n: number) => `${n} ${n === 1 ? 'slot' : 'slots'}`
-
-const table = (rows: string[][]) => columns(rows)
-
-/** Rows as aligned columns, the last left ragged. */
-function columns(rows: string[][]): string {
-  const widths: number[] = []
-  for (const row of rows) {
-    row.forEach((cell, i) => {
-      widths[i] = Math.max(widths[i] ?? 0, cell.length)
-    })
-  }
-  return rows
-    .map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd((widths[i] as number) + 2))).join(''))
-    .join('\n')
 }

@@ -1,5 +1,6 @@
 import { OptionError } from '../common/errors.js'
 import type { Decision } from '../limiter/decision.js'
+import type { HttpOutcome } from './adapter-contract.js'
 import { retryAfterSeconds } from './headers.js'
 
 /** A response body with its media type. */
@@ -63,24 +64,8 @@ export function requestErrorBody(detail: string, code?: string): ResponseBody {
   return { contentType: 'application/problem+json', body: JSON.stringify(problem) }
 }
 
-/**
- * What the adapter does: continue with these headers set, or answer with this response. `decision` is the
- * limiter's, for the handler (`req.rateLimit`): undefined when none was made (a skipped request, one counted
- * already, a store that failed closed).
- */
-export type HttpOutcome =
-  | {
-      readonly action: 'next'
-      readonly headers: Readonly<Record<string, string>>
-      readonly decision: Decision | undefined
-    }
-  | {
-      readonly action: 'respond'
-      readonly status: number
-      readonly headers: Readonly<Record<string, string>>
-      readonly body: string
-      readonly decision: Decision | undefined
-    }
+/** Through, with no headers and no decision: a request skipped, or one counted already. */
+export const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}), decision: undefined })
 
 /** A body with its byte length, made once for the answers that repeat. */
 export type SizedBody = ResponseBody & { readonly length: string }

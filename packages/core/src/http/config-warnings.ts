@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net'
 import type { Logger } from '../common/logger.js'
-import type { FrameworkInfo, RequestInfo } from './http-options.js'
+import type { FrameworkInfo, RequestInfo } from './adapter-contract.js'
 
 /** Logs a warning of one kind, once; `message` is made only when it is logged. */
 export type WarnOnce = (kind: string, message: () => string) => void

@@ -1,4 +1,4 @@
-import type { RequestInfo } from './http-options.js'
+import type { RequestInfo } from './adapter-contract.js'
 
 /** Requests whose route matched no pattern share one bucket, so raw paths never become keys. */
 export const UNMATCHED_ROUTE = '*'

@@ -1,30 +1,18 @@
-import { describe, type FleetlimitError, isFleetlimitError, OptionError, type StoreError } from '../common/errors.js'
+import { OptionError } from '../common/errors.js'
 import { checkInteger } from '../common/validate.js'
 import type { Decision } from '../limiter/decision.js'
 import type { CallLimit, RateLimiter } from '../limiter/limiter-types.js'
 import { MAX_CONCURRENCY, MAX_LIMIT } from '../limiter/policy.js'
-import {
-  createDefaultDenial,
-  customBody,
-  type HttpOutcome,
-  requestError,
-  respond,
-  STORE_UNAVAILABLE,
-  sized,
-} from './answers.js'
+import type { FrameworkInfo, HttpOutcome, RequestInfo } from './adapter-contract.js'
+import { NEXT } from './answers.js'
 import { checkTenantIpv6, createAddressWarnings, createWarnOnce } from './config-warnings.js'
+import { createDecisionAnswer, storeFailure } from './decision-answer.js'
 import { createRouteNames } from './default-route.js'
-import { rateLimitHeaders, retryAfterSeconds } from './headers.js'
-import {
-  type FrameworkInfo,
-  type HttpRateLimitOptions,
-  type RequestErrorAction,
-  type RequestInfo,
-  resolveHttpOptions,
-} from './http-options.js'
-import { answeredDenial, deniedInFlightOnly } from './in-flight.js'
+import type { HttpRateLimitOptions } from './http-options.js'
 import { addressTenant, ipTenant } from './ip.js'
 import { createRequestCounts } from './request-counts.js'
+import { createRequestFailure } from './request-failure.js'
+import { resolveHttpOptions } from './resolved-http-options.js'
 import { createSettler, type Settler } from './settle.js'
 
 export interface HttpLimiter<Req extends object, Res = unknown> extends Settler<Req, Res> {
@@ -32,7 +20,6 @@ export interface HttpLimiter<Req extends object, Res = unknown> extends Settler<
   handle(req: Req, info: RequestInfo): Promise<HttpOutcome>
 }
 
-const NEXT: HttpOutcome = Object.freeze({ action: 'next', headers: Object.freeze({}), decision: undefined })
 const NEXT_NOW = Promise.resolve(NEXT)
 
 /**
@@ -54,15 +41,14 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
   warned: Set<string> = new Set(),
 ): HttpLimiter<Req, Res> {
   const resolved = resolveHttpOptions(options)
-  const { limiter, tenantOf, routeOf, skip, onLimited, onError, costOf, limitOf, unlimited, message } = resolved
-  const { statusCode, concurrencyStatusCode, ipv6Subnet, maxCost, headerOptions } = resolved
-  const { concurrencyOf, ownInFlight, rateName, inFlight } = resolved
+  const { limiter, tenantOf, routeOf, skip, onLimited, costOf, limitOf, unlimited, message } = resolved
+  const { ipv6Subnet, maxCost, concurrencyOf, ownInFlight, rateName } = resolved
   const counts = createRequestCounts(limiter)
   const warnOnce = createWarnOnce(resolved.logger, warned)
   const addressWarnings = createAddressWarnings(framework, warnOnce)
-  const defaultDenial = createDefaultDenial(statusCode)
-  const busyDenial = concurrencyStatusCode === statusCode ? defaultDenial : createDefaultDenial(concurrencyStatusCode)
   const settler = createSettler(resolved, warnOnce)
+  const failed = createRequestFailure(resolved.onError, warnOnce)
+  const answer = createDecisionAnswer(resolved)
 
   /** The default tenant: the client address, grouped; a value that is not an address is kept, and said once. */
   function ipTenantOf(info: RequestInfo): string {
@@ -73,10 +59,6 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     if (tenant !== undefined) return tenant
     addressWarnings.notAnIp(ip)
     return ip
-  }
-
-  async function customDenial(req: Req, decision: Decision) {
-    return sized(customBody(typeof message === 'function' ? await message(req, decision) : message))
   }
 
   // No function of the request's to call: a request goes from its info to the limiter and to its answer with no
@@ -108,60 +90,6 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
    */
   function reused(decision: Decision, req: Req): HttpOutcome | Promise<HttpOutcome> {
     return decision.allowed ? NEXT : answer(decision, req)
-  }
-
-  /** The answer to a store error that the policy fails closed on: a 503 the client can retry. */
-  function storeFailure(error: unknown): HttpOutcome {
-    if (!isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE')) throw error
-    const retryAfter = String(retryAfterSeconds((error as StoreError).retryAfterMs))
-    return respond(503, { 'retry-after': retryAfter }, STORE_UNAVAILABLE, undefined)
-  }
-
-  /**
-   * The outcome of a decision: through with its headers, or the denial (onLimited told first). `req` is only
-   * read by onLimited and a message function, which a direct decision has not.
-   */
-  function answer(decision: Decision, req?: Req): HttpOutcome | Promise<HttpOutcome> {
-    if (decision.allowed) {
-      const headers = rateLimitHeaders(decision, headerOptions)
-      // A shadow policy's denial is reported as a denial is, and let through.
-      if (decision.shadowDenied && onLimited) return reportShadow(req as Req, decision, headers)
-      return through(headers, decision)
-    }
-    // The client is told a slot's wait as a client can use it (see answeredDenial): in the headers and the body,
-    // a message function's too. The handler and onLimited get the limiter's decision.
-    const busy = inFlight.size > 0 && deniedInFlightOnly(decision, inFlight)
-    const told = inFlight.size > 0 ? answeredDenial(decision, inFlight) : decision
-    const headers = rateLimitHeaders(told, headerOptions)
-    const status = busy ? concurrencyStatusCode : statusCode
-    if (!onLimited && message === undefined) {
-      return respond(status, headers, (busy ? busyDenial : defaultDenial)(told), decision)
-    }
-    return deny(req as Req, decision, headers, status, told)
-  }
-
-  const through = (headers: Record<string, string>, decision: Decision): HttpOutcome => ({
-    action: 'next',
-    headers,
-    decision,
-  })
-
-  async function reportShadow(req: Req, decision: Decision, headers: Record<string, string>): Promise<HttpOutcome> {
-    await (onLimited as NonNullable<typeof onLimited>)(req, decision)
-    return through(headers, decision)
-  }
-
-  async function deny(
-    req: Req,
-    decision: Decision,
-    headers: Record<string, string>,
-    status: number,
-    told: Decision,
-  ): Promise<HttpOutcome> {
-    if (onLimited) await onLimited(req, decision)
-    const body =
-      message !== undefined ? await customDenial(req, told) : (status === statusCode ? defaultDenial : busyDenial)(told)
-    return respond(status, headers, body, decision)
   }
 
   async function decide(req: Req, info: RequestInfo): Promise<HttpOutcome> {
@@ -214,34 +142,6 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     return { ...byName, [ownInFlight]: concurrency }
   }
 
-  /** A request that could not be decided on: what onError says, else the default for the error. */
-  async function failed(req: Req, error: unknown): Promise<HttpOutcome> {
-    const ours = isFleetlimitError(error)
-    let action: unknown = onError ? await onError(error, req) : undefined
-    if (action !== undefined && !ERROR_ACTIONS.includes(action as RequestErrorAction)) {
-      const got = describe(action)
-      warnOnce(
-        'on-error-result',
-        () => `onError(error, req) returned ${got}, not 'respond', 'allow' or 'throw': such requests get the default.`,
-      )
-      action = undefined
-    }
-    action ??= ours ? 'respond' : 'throw'
-    if (action === 'throw') throw error
-    if (action === 'allow') return NEXT
-    const option = ours && error instanceof OptionError ? error.option : undefined
-    if (ours && !onError) {
-      const text = (error as Error).message.replace(/^fleetlimit: /, '')
-      warnOnce(
-        `request-error ${(error as FleetlimitError).code} ${option ?? ''}`,
-        () =>
-          `a request could not be rate limited, so it was answered 500 (application/problem+json): ${text} ` +
-          'Later requests failing the same way get the same answer, unlogged; pass onError(error, req) to decide what they get.',
-      )
-    }
-    return respond(500, {}, requestError(ours ? (error as FleetlimitError).code : undefined, option), undefined)
-  }
-
   return {
     limiter,
     handle(req, info) {
@@ -261,8 +161,6 @@ export function createHttpLimiter<Req extends object, Res = unknown>(
     stats: settler.stats,
   }
 }
-
-const ERROR_ACTIONS: readonly RequestErrorAction[] = ['respond', 'allow', 'throw']
 
 /** Whether limit(req)'s result is a map, one with an own entry for the policy `name` when one is given. */
 function namesLimit(limit: unknown, name: string | undefined): boolean {

@@ -2,7 +2,7 @@ import { describe } from '../common/errors.js'
 import type { Decision } from '../limiter/decision.js'
 import type { RefundResult } from '../limiter/limiter-types.js'
 import { shown, type WarnOnce } from './config-warnings.js'
-import type { ResolvedHttpOptions } from './http-options.js'
+import type { ResolvedHttpOptions } from './resolved-http-options.js'
 
 /** What `settle` did, since this HTTP limiter was created. */
 export interface HttpLimiterStats {
