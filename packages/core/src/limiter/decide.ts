@@ -55,6 +55,48 @@ export interface Decide {
 
 const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
 
+/** The decision a store's results make, and its receipt. */
+function madeOf(
+  plan: CallPlan,
+  results: readonly WindowResult[],
+  slots: boolean,
+  cost: number,
+  costs?: readonly number[],
+): Made {
+  const { windows, id } = plan
+  if (results.length === 1 && !slots) {
+    const result = results[0] as WindowResult
+    const window = windows[0] as Window
+    const decision = decisionOf(result, window)
+    const { recorded } = result
+    return { decision, receipt: recorded === undefined ? undefined : new WindowReceipt(id, cost, window, recorded) }
+  }
+  const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
+  const requests: RefundRequest[] = []
+  const names: string[] = []
+  const limits: number[] = []
+  const units: number[] = []
+  const slotRequests: SlotRequest[] = []
+  for (let i = 0; i < results.length; i++) {
+    const { recorded } = results[i] as WindowResult
+    if (recorded === undefined) continue
+    const window = windows[i] as Window
+    if (window.policy.concurrency !== undefined) {
+      slotRequests.push({ key: window.key, slot: recorded })
+      continue
+    }
+    requests.push(refundRequestOf(window, recorded))
+    names.push(window.policy.name)
+    limits.push(window.limit)
+    units.push(costs ? (costs[i] as number) : cost)
+  }
+  if (requests.length === 0 && slotRequests.length === 0) return { decision }
+  const receipt: Mutable<Receipt> = { id, requests, units: cost, names, limits }
+  if (costs) receipt.costs = units
+  if (slotRequests.length > 0) receipt.slots = slotRequests
+  return { decision, receipt }
+}
+
 export function createDecide(deps: DecideDeps): Decide {
   const { store, caller, tier, counters, events, owner } = deps
   const compile = store.plan?.bind(store)
@@ -88,42 +130,6 @@ export function createDecide(deps: DecideDeps): Decide {
     const decision = await deps.degraded.decide(plan.windows, cost)
     events.emit('degraded', decision)
     return count(decision)
-  }
-
-  /** The decision a store's results make, and its receipt. */
-  function madeOf(plan: CallPlan, results: readonly WindowResult[], cost: number, costs?: readonly number[]): Made {
-    const { windows, id } = plan
-    if (results.length === 1 && !deps.slots) {
-      const result = results[0] as WindowResult
-      const window = windows[0] as Window
-      const decision = decisionOf(result, window)
-      const { recorded } = result
-      return { decision, receipt: recorded === undefined ? undefined : new WindowReceipt(id, cost, window, recorded) }
-    }
-    const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
-    const requests: RefundRequest[] = []
-    const names: string[] = []
-    const limits: number[] = []
-    const units: number[] = []
-    const slots: SlotRequest[] = []
-    for (let i = 0; i < results.length; i++) {
-      const { recorded } = results[i] as WindowResult
-      if (recorded === undefined) continue
-      const window = windows[i] as Window
-      if (window.policy.concurrency !== undefined) {
-        slots.push({ key: window.key, slot: recorded })
-        continue
-      }
-      requests.push(refundRequestOf(window, recorded))
-      names.push(window.policy.name)
-      limits.push(window.limit)
-      units.push(costs ? (costs[i] as number) : cost)
-    }
-    if (requests.length === 0 && slots.length === 0) return { decision }
-    const receipt: Mutable<Receipt> = { id, requests, units: cost, names, limits }
-    if (costs) receipt.costs = units
-    if (slots.length > 0) receipt.slots = slots
-    return { decision, receipt }
   }
 
   /**
@@ -209,7 +215,7 @@ export function createDecide(deps: DecideDeps): Decide {
         const call = leaseFor(plan, cost, lease.size, lease.ttlMs, sentAt)
         leasing.set(id, call)
         made = await call.finally(() => leasing.delete(id))
-      } else made = madeOf(plan, await ask(plan, cost, undefined, sentAt), cost)
+      } else made = madeOf(plan, await ask(plan, cost, undefined, sentAt), deps.slots, cost)
     } catch (error) {
       return degrade(plan, cost, error)
     }
@@ -229,13 +235,15 @@ export function createDecide(deps: DecideDeps): Decide {
       try {
         results = ask(plan, cost, costs, sentAt)
         if (Array.isArray(results)) {
-          return Promise.resolve(answer(plan, cost, costs, madeOf(plan, results, cost, costs), sentAt ?? 0, true))
+          return Promise.resolve(
+            answer(plan, cost, costs, madeOf(plan, results, deps.slots, cost, costs), sentAt ?? 0, true),
+          )
         }
       } catch (error) {
         return degrade(plan, cost, error)
       }
       return results.then(
-        (answered) => answer(plan, cost, costs, madeOf(plan, answered, cost, costs), sentAt ?? 0, false),
+        (answered) => answer(plan, cost, costs, madeOf(plan, answered, deps.slots, cost, costs), sentAt ?? 0, false),
         (error: unknown) => degrade(plan, cost, error),
       )
     },

@@ -266,13 +266,27 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     lastError: connection.lastError,
     readySince: connection.readySince,
   }
-  // A key's calls keep their keys with the prefix (see Store.plan). Not enumerable: a copy of the store made to
-  // replace its consume (`{ ...store, consume }`) decides through it.
-  Object.defineProperties(store, {
+  return guardStore(withPlans(store, keysOf, decide), servers)
+}
+
+/**
+ * A key's calls keep their keys with the prefix (see Store.plan). Not enumerable: a copy of the store made to
+ * replace its consume (`{ ...store, consume }`) decides through it.
+ */
+function withPlans(
+  store: Store,
+  keysOf: (requests: readonly WindowRequest[]) => string[],
+  decide: (
+    requests: readonly WindowRequest[],
+    mode: 'consume',
+    deadline?: Deadline,
+    keys?: string[],
+  ) => Promise<WindowResult[]>,
+): Store {
+  return Object.defineProperties(store, {
     plan: { value: (requests: readonly WindowRequest[]): RedisPlan => ({ requests, keys: keysOf(requests) }) },
     decide: { value: (plan: RedisPlan, deadline?: Deadline) => decide(plan.requests, 'consume', deadline, plan.keys) },
   })
-  return guardStore(store, servers)
 }
 
 /** A redisStore's plan of a key's calls: its requests, and their keys with the prefix. */
