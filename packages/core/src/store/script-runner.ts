@@ -28,7 +28,7 @@ export interface ScriptRunner {
 export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   // The client's one adapter, which redisStore shares.
   const adapted = adaptClient(client)
-  if (!adapted) throw new TypeError('createScriptRunner: not an ioredis or node-redis client')
+  if (!adapted) throw new TypeError('createScriptRunner: not an ioredis, node-redis or GLIDE client')
   const adapter = adapted
   // The scripts whose EVAL has been sent, by server and sha1 (a cluster's masters each cache theirs).
   const sent = new Set<string>()
