@@ -1,5 +1,6 @@
 import { adaptClient, type RedisStoreClient } from './clients/adapt-client.js'
 import type { ScriptArgument } from './clients/client-adapter.js'
+import { createRefusalExplainer } from './script-refusal.js'
 import { replyCode } from './server-failure.js'
 
 /** A Lua script as generated from `lua/*.lua`: its source and the sha1 that `SCRIPT LOAD` returns. */
@@ -37,7 +38,11 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   type Call = readonly [script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[], binary: boolean]
 
   const evalSha = ([script, keys, args, binary]: Call) => adapter.evaluate('EVALSHA', script.sha1, keys, args, binary)
-  const evalSource = ([script, keys, args, binary]: Call) => adapter.evaluate('EVAL', script.lua, keys, args, binary)
+  const explain = createRefusalExplainer(adapter)
+  const evalSource = ([script, keys, args, binary]: Call) =>
+    adapter.evaluate('EVAL', script.lua, keys, args, binary).catch(async (error: unknown) => {
+      throw await explain(error)
+    })
   const idOf = ([script, keys]: Call) => {
     const server = adapter.serverOf(keys[0] ?? '')
     return server === '' ? script.sha1 : `${server} ${script.sha1}`
@@ -64,7 +69,7 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
     try {
       return await evalSha(call)
     } catch (error) {
-      if (!isNoScript(error)) throw error
+      if (!isNoScript(error)) throw await explain(error)
       if (pending) {
         // Sent behind that EVAL on the same connection: the server kept no script because it refused the EVAL
         // (out of memory, say), as it would refuse this call's own. An EVAL lost with its connection is no answer.
