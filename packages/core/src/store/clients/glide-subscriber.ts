@@ -46,13 +46,6 @@ export function glideSubscriber(
   let missed: () => void = () => {}
   let opened: Promise<ValkeyGlideClient> | undefined
 
-  /** Subscribes again (confirmed by the server), then says that messages may have been missed. */
-  const resubscribe = (sub: ValkeyGlideClient) =>
-    sub.subscribe(channels, SUBSCRIBE_TIMEOUT_MS).then(
-      () => missed(),
-      () => {},
-    )
-
   function open(first: string): Promise<ValkeyGlideClient> {
     const made = createClient({
       ...(configuration as Record<string, unknown>),
@@ -66,24 +59,40 @@ export function glideSubscriber(
     })
     return made.then(async (sub) => {
       ;(sub as { socket?: { unref?(): void } }).socket?.unref?.()
-      let connection = cluster ? undefined : await connectionOf(sub)
-      health.onRecovered(() => void resubscribe(sub))
-      const check = setInterval(() => {
-        if (health.closed()) {
-          clearInterval(check)
-          sub.close()
-        } else if (connection !== undefined) {
-          connectionOf(sub).then(
-            (now) => {
-              if (now === connection) return
-              connection = now
-              return resubscribe(sub)
-            },
-            () => {},
-          )
+      // On a single server, the connection the subscriptions were last confirmed on; a cluster's has one per node.
+      let confirmedOn = cluster ? undefined : await connectionOf(sub)
+      let checking = false
+      /**
+       * After a reconnect (a new connection; on a cluster, the user's client answering again after a failure):
+       * subscribes again, confirmed by the server, then says that messages may have been missed, once per
+       * reconnect. A check that fails is made again at the next one.
+       */
+      const check = () => {
+        if (checking) return
+        checking = true
+        const connection = cluster ? Promise.resolve(undefined) : connectionOf(sub)
+        connection
+          .then(async (now) => {
+            if (!cluster && now === confirmedOn) return
+            await sub.subscribe(channels, SUBSCRIBE_TIMEOUT_MS)
+            confirmedOn = now
+            missed()
+          })
+          .catch(() => {})
+          .finally(() => {
+            checking = false
+          })
+      }
+      health.onRecovered(check)
+      const timer = setInterval(() => {
+        if (!health.closed()) {
+          if (!cluster) check()
+          return
         }
+        clearInterval(timer)
+        sub.close()
       }, CHECK_MS)
-      check.unref()
+      timer.unref()
       return sub
     })
   }
