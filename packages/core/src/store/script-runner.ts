@@ -39,10 +39,7 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
 
   const evalSha = ([script, keys, args, binary]: Call) => adapter.evaluate('EVALSHA', script.sha1, keys, args, binary)
   const explain = createRefusalExplainer(adapter)
-  const evalSource = ([script, keys, args, binary]: Call) =>
-    adapter.evaluate('EVAL', script.lua, keys, args, binary).catch(async (error: unknown) => {
-      throw await explain(error)
-    })
+  const evalSource = ([script, keys, args, binary]: Call) => adapter.evaluate('EVAL', script.lua, keys, args, binary)
   const idOf = ([script, keys]: Call) => {
     const server = adapter.serverOf(keys[0] ?? '')
     return server === '' ? script.sha1 : `${server} ${script.sha1}`
@@ -64,7 +61,14 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
 
   async function run(call: Call, again = false): Promise<unknown> {
     const id = idOf(call)
-    if (!sent.has(id)) return load(id, call)
+    if (!sent.has(id)) {
+      // Awaited, as an EVALSHA is: calls answered in one read resolve in the order the server answered them.
+      try {
+        return await load(id, call)
+      } catch (error) {
+        throw await explain(error)
+      }
+    }
     const pending = loading.get(id)
     try {
       return await evalSha(call)
@@ -77,11 +81,13 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
           () => undefined,
           (reason: unknown) => ({ reason }),
         )
-        if (refusal && replyCode(refusal.reason) !== undefined) throw refusal.reason
+        if (refusal && replyCode(refusal.reason) !== undefined) throw await explain(refusal.reason)
       }
       // A server that lost its scripts: one call sends EVAL and the others EVALSHA behind it (once; then EVAL).
       if (!loading.has(id)) sent.delete(id)
-      return again ? await evalSource(call) : run(call, true)
+      return again
+        ? await evalSource(call).catch(async (refused: unknown) => Promise.reject(await explain(refused)))
+        : run(call, true)
     }
   }
   return {
