@@ -17,7 +17,10 @@ const TIME_PROBE = "return redis.call('TIME')"
 export function createRefusalExplainer(adapter: ClientAdapter): (error: unknown) => Promise<unknown> {
   let timeRefused: Promise<boolean> | undefined
   return async (error) => {
-    if (replyCode(error) === undefined || !REFUSED.test((error as Error).message)) return error
+    // Only a refusal inside the script (ERR, NOPERM): a refused login (WRONGPASS, NOAUTH) or a full server (OOM)
+    // is not about TIME, and a probe would wait on that connection or grow the full server's script cache.
+    const code = replyCode(error)
+    if ((code !== 'ERR' && code !== 'NOPERM') || !REFUSED.test((error as Error).message)) return error
     timeRefused ??= adapter.evaluate('EVAL', TIME_PROBE, [], [], false).then(
       () => false,
       (probe: unknown) => replyCode(probe) !== undefined,
