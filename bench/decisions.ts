@@ -4,7 +4,9 @@
 import { once } from 'node:events'
 import { createRateLimiter, type LocalOptions, redisStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { GlideClient } from '@valkey/valkey-glide'
 import { Redis } from 'ioredis'
+import { createClient } from 'redis'
 // Internal to core (not in its exports), so by path: the script and its argument, as redisStore sends them.
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
 import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
@@ -36,8 +38,32 @@ interface Subject {
   readonly call: string
   /** 'admitted' (one key, a huge limit) unless said otherwise. */
   readonly load?: 'denied'
+  /** The client fleetlimit is given, made with its library's defaults: ioredis unless said otherwise. */
+  readonly client?: 'node-redis' | 'GLIDE'
   setup(client: Redis): Promise<Decide>
 }
+
+/** A store client of another library on the server at `url`, and how to close it. */
+async function otherClient(kind: 'node-redis' | 'GLIDE', url: string) {
+  if (kind === 'GLIDE') {
+    const { hostname, port } = new URL(url)
+    const client = await GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }] })
+    return { client, close: () => client.close() }
+  }
+  const client = createClient({ url })
+  await client.connect()
+  return { client, close: () => client.destroy() }
+}
+
+/** limiter.consume with `local: false` on a client of another library. */
+const storeOnlyOn = (kind: 'node-redis' | 'GLIDE'): Subject => ({
+  limiter: `fleetlimit, store only, ${kind}`,
+  call: 'limiter.consume, local: false',
+  client: kind,
+  setup: async () => {
+    throw new Error(`${kind}: set up through its own client`)
+  },
+})
 
 const fleetlimit =
   (local: LocalOptions | false, limit = LIMIT, windowMs = WINDOW_MS) =>
@@ -58,6 +84,8 @@ const SUBJECTS: readonly Subject[] = [
     }),
   ),
   { limiter: 'fleetlimit, store only', call: 'limiter.consume, local: false', setup: fleetlimit(false) },
+  storeOnlyOn('node-redis'),
+  storeOnlyOn('GLIDE'),
   {
     limiter: 'fleetlimit, the store alone',
     call: 'redisStore(client).consume',
@@ -140,9 +168,22 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
         await admin.flushall()
         // A fresh default client per cell, as the libraries' documentation sets one up.
         const client = new Redis(server.url)
+        let other: Awaited<ReturnType<typeof otherClient>> | undefined
         try {
           await once(client, 'ready')
-          const decide = await subject.setup(client)
+          if (subject.client) other = await otherClient(subject.client, server.url)
+          let decide: Decide
+          if (other) {
+            const limiter = createRateLimiter({
+              store: redisStore(other.client),
+              limit: LIMIT,
+              window: `${WINDOW_MS}ms`,
+              local: false,
+            })
+            decide = async () => (await limiter.consume('bench')).allowed
+          } else {
+            decide = await subject.setup(client)
+          }
           await drive(decide, inFlight, warmMs)
           const run = await drive(decide, inFlight, durationMs)
           rows.push({
@@ -156,6 +197,7 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
           })
         } finally {
           client.disconnect()
+          other?.close()
         }
       }
     }
@@ -176,7 +218,8 @@ export async function decisions(options: DecisionsOptions = {}): Promise<PartRes
   const byLimiter = [...new Set(rows.map((r) => `${r.limiter}\u0000${r.call}\u0000${r.load}`))]
   const markdown = [
     `Decisions per second from one Node process on one default ioredis client (one connection), each limiter's`,
-    `own Redis operation called directly, no HTTP: ${durationMs / 1000} s per cell after ${warmMs} ms of warm-up, on a`,
+    `own Redis operation called directly, no HTTP (fleetlimit's store-only rows also on one default node-redis 6 and one`,
+    `default GLIDE client, to choose a client by): ${durationMs / 1000} s per cell after ${warmMs} ms of warm-up, on a`,
     `redis-server of its own on the same machine. Admitted: one key per cell with a limit of ${LIMIT.toExponential(0)}`,
     `per minute, so every decision is admitted (the key's window is emptied between cells); denied: a limit of 1`,
     `per hour, exhausted by the warm-up.`,

@@ -74,6 +74,8 @@ describe('bench parts: overhead and decisions (tiny)', () => {
     expect(limiters).to.include.members([
       ...PEERS.map((peer) => `${peer.id} (admitted)`),
       'fleetlimit, store only (admitted)',
+      'fleetlimit, store only, node-redis (admitted)',
+      'fleetlimit, store only, GLIDE (admitted)',
       'fleetlimit, the store alone (admitted)',
       'fleetlimit, deny cache (default local tier) (admitted)',
       'fleetlimit, leases on a hot key (admitted)',

@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto'
 import type { redisStore } from '@fleetlimit/core'
 import { logUnits } from '@fleetlimit/test-kit/log-units'
+import { Decoder, GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide'
 import { Cluster, Redis } from 'ioredis'
+import { Redis as Iovalkey, Cluster as IovalkeyCluster } from 'iovalkey'
 import { createClient, createCluster } from 'redis'
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis-5'
+import { adaptClient } from '../../packages/core/src/store/clients/adapt-client.js'
 import { redisUrl } from './root-hooks.js'
+
+// GLIDE's core logs every command that fails at warn level: the fault tests fail many on purpose.
+Logger.setLoggerConfig('off')
 
 /** A client of the test Redis; close it in an after hook. */
 export function redisClient(): Redis {
@@ -48,8 +54,11 @@ export interface TestClient {
 /** A Redis client library redisStore supports, and how a user with the default options makes its clients. */
 export interface ClientKind {
   readonly name: string
-  /** A client with the default options, connecting: commands sent meanwhile wait for the connection. */
-  open(url: string): TestClient
+  /**
+   * A client with the default options, connecting: commands sent meanwhile wait for the connection. None for GLIDE,
+   * whose createClient resolves once connected.
+   */
+  readonly open?: (url: string) => TestClient
   /** The same, once connected. */
   connect(url: string): Promise<TestClient>
   /** A cluster client with the default options, connected to these nodes. */
@@ -99,7 +108,9 @@ function openNodeRedis(client: NodeRedis, send: Send): TestClient & { readonly c
   }
 }
 
-function openIoredis(client: Redis | Cluster): TestClient {
+function openIoredis(made: Redis | Cluster | Iovalkey | IovalkeyCluster): TestClient {
+  // iovalkey's classes are ioredis's, renamed: typed as ioredis's here.
+  const client = made as Redis
   client.on('error', () => {})
   // A cluster's node errors: the failover test kills a node, whose connection's errors are expected, not news.
   client.on('node error', () => {})
@@ -107,9 +118,75 @@ function openIoredis(client: Redis | Cluster): TestClient {
     client,
     nextReady: () => nextReady(client),
     nextError: () => new Promise((resolve) => client.once('error', resolve)),
-    units: (key) => logUnits(client, key),
+    units: (key) => logUnits(client as Redis, key),
     close: () => client.disconnect(),
   }
+}
+
+/**
+ * A GLIDE client. It has no events: its next 'ready' is a command answered after the server was down (sent through
+ * the store's adapter, which then says the client is ready again), and it has no errors to report.
+ */
+function openGlide(client: GlideClient | GlideClusterClient): TestClient {
+  const adapter = adaptClient(client)
+  if (!adapter) throw new Error('redisStore does not take a GLIDE client')
+  const send: Send = (_key, args) => client.customCommand(args, { decoder: Decoder.Bytes })
+  return {
+    client,
+    async nextReady() {
+      // Each try is bounded by the client's requestTimeout; GLIDE sends it again once it has reconnected.
+      for (;;) {
+        const answered = await adapter.del('fltest:ready').then(
+          () => true,
+          () => false,
+        )
+        if (answered) break
+      }
+      // The late answers of calls given up before have run their promise chains too.
+      await new Promise((resolve) => setImmediate(resolve))
+    },
+    nextError: () => Promise.reject(new Error('GLIDE reports no connection errors')),
+    // GLIDE gives a read up after its requestTimeout (250 ms), as behind a paused server: read again, behind it.
+    async units(key) {
+      for (let tries = 0; ; tries++) {
+        try {
+          return await logUnits(asLogReader(send), key)
+        } catch (error) {
+          if (tries > 20 || (error as Error).name !== 'TimeoutError') throw error
+        }
+      }
+    },
+    close: () => client.close(),
+  }
+}
+
+const glideKind: ClientKind = {
+  name: 'GLIDE',
+  connect: async (url) => {
+    const { hostname, port, username, password } = new URL(url)
+    return openGlide(
+      await GlideClient.createClient({
+        addresses: [{ host: hostname, port: Number(port) }],
+        ...(password !== '' && { credentials: { ...(username !== '' && { username }), password } }),
+      }),
+    )
+  },
+  connectCluster: async (nodes) => openGlide(await GlideClusterClient.createClient({ addresses: [...nodes] })),
+}
+
+const iovalkeyKind: ClientKind = {
+  name: 'iovalkey',
+  open: (url) => openIoredis(new Iovalkey(url)),
+  async connect(url) {
+    const opened = openIoredis(new Iovalkey(url))
+    if ((opened.client as Iovalkey).status !== 'ready') await nextReady(opened.client as Iovalkey)
+    return opened
+  },
+  async connectCluster(nodes) {
+    const opened = openIoredis(new IovalkeyCluster([...nodes]))
+    await nextReady(opened.client as IovalkeyCluster)
+    return opened
+  },
 }
 
 type NodeRedisClientLike = NodeRedis & Parameters<typeof sendOnClient>[0]
@@ -166,7 +243,12 @@ export const clientKinds: readonly ClientKind[] = [
     (url) => createClient5({ url }),
     (nodes) => createCluster5({ rootNodes: nodes }),
   ),
+  glideKind,
+  iovalkeyKind,
 ]
 
 /** The node-redis kinds only. */
-export const nodeRedisKinds = clientKinds.filter((kind) => kind.name !== 'ioredis')
+export const nodeRedisKinds = clientKinds.filter((kind) => kind.name.startsWith('node-redis'))
+
+/** The clients of Valkey's own: GLIDE and iovalkey. */
+export const valkeyKinds = [glideKind, iovalkeyKind]

@@ -14,14 +14,24 @@ export interface StoreKind {
  * prefix.
  */
 const clients = new Map<string, TestClient>()
+// A kind with no `open` (GLIDE, whose createClient resolves once connected) gets its client before the suites (a
+// root hook of every run that loads this module), kept open until they all ran.
+const connected = new Map<string, TestClient>()
+before(async () => {
+  for (const kind of clientKinds) if (!kind.open) connected.set(kind.name, await kind.connect(redisUrl()))
+})
+after(() => {
+  for (const client of connected.values()) client.close()
+})
 export const storeKinds: readonly StoreKind[] = [
   { name: 'memoryStore', make: () => memoryStore() },
   ...clientKinds.map(
     (kind): StoreKind => ({
       name: kind.name === 'ioredis' ? 'redisStore' : `redisStore (${kind.name})`,
       make: () => {
-        let client = clients.get(kind.name)
+        let client = clients.get(kind.name) ?? connected.get(kind.name)
         if (!client) {
+          if (!kind.open) throw new Error(`${kind.name}: its client is connected before the suites run`)
           client = kind.name === 'ioredis' ? ioredisClient() : kind.open(redisUrl())
           clients.set(kind.name, client)
         }

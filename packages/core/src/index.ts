@@ -47,6 +47,7 @@ export type {
   NodeRedisClient,
   NodeRedisCluster,
   RedisStoreClient,
+  ValkeyGlideClient,
 } from './store/clients/adapt-client.js'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from './store/memory-store.js'
 export { type RedisStoreOptions, redisStore } from './store/redis-store.js'

@@ -1,14 +1,21 @@
 // Type-level tests, checked by `pnpm lint` (tsc) rather than run: redisStore's parameter, a structural type that
 // names neither library, accepts each client it supports as its library types it, and refuses other objects.
 import { redisStore } from '@fleetlimit/core'
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide'
 import { Cluster, Redis } from 'ioredis'
 import { Redis as LowestRedis } from 'ioredis-lowest'
+import { Cluster as IovalkeyCluster, Redis as IovalkeyRedis } from 'iovalkey'
 import { createClient, createClientPool, createCluster, createSentinel } from 'redis'
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis-5'
 
 const rootNodes = [{ url: 'redis://127.0.0.1:7000' }]
+const addresses = [{ host: '127.0.0.1', port: 7000 }]
 
-export const accepted = () => [
+export const accepted = async () => [
+  redisStore(await GlideClient.createClient({ addresses })),
+  redisStore(await GlideClusterClient.createClient({ addresses })),
+  redisStore(new IovalkeyRedis({ lazyConnect: true })),
+  redisStore(new IovalkeyCluster([{ port: 7000 }], { lazyConnect: true })),
   redisStore(new Redis({ lazyConnect: true })),
   redisStore(new Cluster([{ port: 7000 }], { lazyConnect: true })),
   redisStore(new LowestRedis({ lazyConnect: true })),

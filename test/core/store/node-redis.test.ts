@@ -44,7 +44,7 @@ describe('redisStore(client): which clients it takes', () => {
       expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_OPTION'), String(error)).to.equal(true)
       expect((error as OptionError).option).to.equal('redisStore(client)')
       expect((error as Error).message).to.include(
-        'an ioredis Redis or Cluster, or a node-redis client or cluster (createClient/createCluster)',
+        'an ioredis (or iovalkey) Redis or Cluster, a node-redis client or cluster, or a @valkey/valkey-glide GlideClient or GlideClusterClient',
       )
     }
   })

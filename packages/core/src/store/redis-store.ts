@@ -77,7 +77,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     throw new OptionError(
       'redisStore(client)',
       client,
-      'an ioredis Redis or Cluster, or a node-redis client or cluster (createClient/createCluster)',
+      'an ioredis (or iovalkey) Redis or Cluster, a node-redis client or cluster, or a @valkey/valkey-glide GlideClient or GlideClusterClient',
     )
   }
   checkOptionNames(options, 'redisStore', REDIS_STORE_OPTION_NAMES)

@@ -1,5 +1,6 @@
 import { adaptClient, type RedisStoreClient } from './clients/adapt-client.js'
 import type { ScriptArgument } from './clients/client-adapter.js'
+import { createRefusalExplainer } from './script-refusal.js'
 import { replyCode } from './server-failure.js'
 
 /** A Lua script as generated from `lua/*.lua`: its source and the sha1 that `SCRIPT LOAD` returns. */
@@ -28,7 +29,7 @@ export interface ScriptRunner {
 export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   // The client's one adapter, which redisStore shares.
   const adapted = adaptClient(client)
-  if (!adapted) throw new TypeError('createScriptRunner: not an ioredis or node-redis client')
+  if (!adapted) throw new TypeError('createScriptRunner: not an ioredis, node-redis or GLIDE client')
   const adapter = adapted
   // The scripts whose EVAL has been sent, by server and sha1 (a cluster's masters each cache theirs).
   const sent = new Set<string>()
@@ -37,6 +38,7 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   type Call = readonly [script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[], binary: boolean]
 
   const evalSha = ([script, keys, args, binary]: Call) => adapter.evaluate('EVALSHA', script.sha1, keys, args, binary)
+  const explain = createRefusalExplainer(adapter)
   const evalSource = ([script, keys, args, binary]: Call) => adapter.evaluate('EVAL', script.lua, keys, args, binary)
   const idOf = ([script, keys]: Call) => {
     const server = adapter.serverOf(keys[0] ?? '')
@@ -59,12 +61,19 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
 
   async function run(call: Call, again = false): Promise<unknown> {
     const id = idOf(call)
-    if (!sent.has(id)) return load(id, call)
+    if (!sent.has(id)) {
+      // Awaited, as an EVALSHA is: calls answered in one read resolve in the order the server answered them.
+      try {
+        return await load(id, call)
+      } catch (error) {
+        throw await explain(error)
+      }
+    }
     const pending = loading.get(id)
     try {
       return await evalSha(call)
     } catch (error) {
-      if (!isNoScript(error)) throw error
+      if (!isNoScript(error)) throw await explain(error)
       if (pending) {
         // Sent behind that EVAL on the same connection: the server kept no script because it refused the EVAL
         // (out of memory, say), as it would refuse this call's own. An EVAL lost with its connection is no answer.
@@ -72,11 +81,13 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
           () => undefined,
           (reason: unknown) => ({ reason }),
         )
-        if (refusal && replyCode(refusal.reason) !== undefined) throw refusal.reason
+        if (refusal && replyCode(refusal.reason) !== undefined) throw await explain(refusal.reason)
       }
       // A server that lost its scripts: one call sends EVAL and the others EVALSHA behind it (once; then EVAL).
       if (!loading.has(id)) sent.delete(id)
-      return again ? await evalSource(call) : run(call, true)
+      return again
+        ? await evalSource(call).catch(async (refused: unknown) => Promise.reject(await explain(refused)))
+        : run(call, true)
     }
   }
   return {

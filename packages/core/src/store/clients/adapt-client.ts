@@ -1,13 +1,15 @@
 import type { ClientAdapter } from './client-adapter.js'
+import { glideAdapter } from './glide.js'
+import { isGlide, type ValkeyGlideClient } from './glide-client.js'
 import { type IoredisClient, ioredisAdapter, isIoredis } from './ioredis.js'
 import { isNodeRedisClient, type NodeRedisClient, nodeRedisClientAdapter } from './node-redis.js'
 import { isNodeRedisCluster, type NodeRedisCluster, nodeRedisClusterAdapter } from './node-redis-cluster.js'
 
-// Core's declarations of the clients redisStore accepts are structural: they need neither ioredis nor redis to be
-// installed, and nothing here loads either at run time.
+// Core's declarations of the clients redisStore accepts are structural: they need neither ioredis (nor iovalkey,
+// its fork, taken as ioredis), redis nor @valkey/valkey-glide to be installed, and nothing here loads any at run time.
 
 /** What `redisStore(client)` accepts. */
-export type RedisStoreClient = IoredisClient | NodeRedisClient | NodeRedisCluster
+export type RedisStoreClient = IoredisClient | NodeRedisClient | NodeRedisCluster | ValkeyGlideClient
 
 const adapters = new WeakMap<object, ClientAdapter>()
 
@@ -22,11 +24,13 @@ export function adaptClient(client: unknown): ClientAdapter | undefined {
         ? nodeRedisClusterAdapter(client)
         : isNodeRedisClient(client)
           ? nodeRedisClientAdapter(client)
-          : undefined
+          : isGlide(client)
+            ? glideAdapter(client)
+            : undefined
     if (!adapter) return undefined
     adapters.set(client, adapter)
   }
   return adapter
 }
 
-export type { IoredisClient, NodeRedisClient, NodeRedisCluster }
+export type { IoredisClient, NodeRedisClient, NodeRedisCluster, ValkeyGlideClient }

@@ -27,7 +27,7 @@ export interface ConnectionWatch {
  * anything else (a lost connection, a closed client) is not, which is what server-failure.ts classifies.
  */
 export interface ClientAdapter {
-  readonly library: 'ioredis' | 'node-redis'
+  readonly library: 'ioredis' | 'node-redis' | 'glide'
   /** A Redis Cluster: a script's keys must share one slot. */
   readonly cluster: boolean
   /** EVAL or EVALSHA; with `binary`, a bulk-string reply as a Buffer. On a cluster, routed by the first key. */
