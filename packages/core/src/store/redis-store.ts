@@ -135,6 +135,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     mode: 'consume' | 'peek',
     deadline?: Deadline,
     keys = keysOf(requests),
+    template?: Buffer,
   ): Promise<WindowResult[]> {
     // A peek records nothing, so it needs no deadline.
     const until = mode === 'consume' ? deadline : undefined
@@ -152,7 +153,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       // An admission's units are in the bucket of its time: that time is what a refund names.
       return [mode === 'consume' && result.allowed ? { ...result, recorded: reply[4] as number } : result]
     }
-    const bytes = costWindowsCall(mode, requests)
+    // A copy of the plan's bytes: each call writes its own deadline into them.
+    const bytes = template === undefined ? costWindowsCall(mode, requests) : Buffer.from(template)
     return (await runBefore(slidingLog(keys, bytes, requests.length), first.key, until)).windows
   }
 
@@ -281,17 +283,30 @@ function withPlans(
     mode: 'consume',
     deadline?: Deadline,
     keys?: string[],
+    template?: Buffer,
   ) => Promise<WindowResult[]>,
 ): Store {
+  const planOf = (requests: readonly WindowRequest[]): RedisPlan => {
+    const [first] = requests
+    const bucketed = requests.length === 1 && first?.buckets !== undefined
+    return { requests, keys: keysOf(requests), bytes: bucketed ? undefined : costWindowsCall('consume', requests) }
+  }
   return Object.defineProperties(store, {
-    plan: { value: (requests: readonly WindowRequest[]): RedisPlan => ({ requests, keys: keysOf(requests) }) },
-    decide: { value: (plan: RedisPlan, deadline?: Deadline) => decide(plan.requests, 'consume', deadline, plan.keys) },
+    plan: { value: planOf },
+    decide: {
+      value: (plan: RedisPlan, deadline?: Deadline) =>
+        decide(plan.requests, 'consume', deadline, plan.keys, plan.bytes),
+    },
   })
 }
 
-/** A redisStore's plan of a key's calls: its requests, and their keys with the prefix. */
+/**
+ * A redisStore's plan of a key's calls: its requests, their keys with the prefix, and the bytes of a consume of
+ * lua/sliding-log.lua (with no deadline yet), when the script is that one.
+ */
 interface RedisPlan extends StorePlan {
   readonly keys: string[]
+  readonly bytes: Buffer | undefined
 }
 
 /** lua/bucketed.lua's reply: its five numbers. */
