@@ -65,3 +65,9 @@ export function scheduleImmediate(callback: () => void): Scheduled {
     cancel: () => clear(handle),
   }
 }
+
+// The global `performance` is a lazy getter in Node: read once, so a clock read costs only the call.
+const perf = performance
+
+/** The monotonic clock (performance.now() time): what deadlines, cached answers and leases are timed by. */
+export const monotonicNow = (): number => perf.now()

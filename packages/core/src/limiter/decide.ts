@@ -119,7 +119,7 @@ export function createDecide(deps: DecideDeps): Decide {
       new Receipted(decision, receipt, owner)
       if (receipt.slots) deps.holdSlots(decision)
     }
-    events.emit('decision', decision)
+    if (events.has('decision')) events.emit('decision', decision)
     return decision
   }
 

@@ -1,6 +1,6 @@
 import { type Duration, parseDuration } from '../common/duration.js'
 import { OptionError } from '../common/errors.js'
-import { startTimer, type Timer } from '../common/timer.js'
+import { monotonicNow, startTimer, type Timer } from '../common/timer.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import type { Lease, LeaseResult, Store } from '../store/store.js'
 import type { Decision } from './decision.js'
@@ -173,7 +173,7 @@ export function createLocalTier(
   store: Store,
 ): LocalTier {
   const counters = noLocalCounts()
-  const now = () => performance.now()
+  const now = monotonicNow
   const denials = createDenyCache(config.denyCacheSize)
   const leases = new Map<string, LeaseEntry>()
   // Per key: the recent rate of units asked for, and when the store last denied it (a saturated key).
