@@ -1,7 +1,9 @@
 // The bench parts at a tiny size: each runs to the end and returns data of the shape its results are written
 // from. Nothing is written to bench/results, and no figure is checked: only that it is there and finite.
+import { createRateLimiter, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { type AccuracyRow, accuracy } from '../../bench/accuracy.js'
+import { callPath } from '../../bench/call-path.js'
 import { failure } from '../../bench/failure.js'
 import { handover } from '../../bench/handover.js'
 import { type InProcessRow, inProcess } from '../../bench/in-process.js'
@@ -33,6 +35,13 @@ function expectRows(rows: readonly AccuracyRow[], scenario: string) {
 }
 
 describe('bench parts at a tiny size', () => {
+  it('call-path: the functions of a memory consume, by file', async () => {
+    const path = await callPath(createRateLimiter({ store: memoryStore(), limit: 1e9, window: '1h' }))
+    expect(path.files.get('limiter/decide.ts')).to.include('decide')
+    expect(path.files.get('store/memory/decisions.ts')).to.deep.equal(['decideLog'])
+    expect(path.functions).to.equal([...path.files.values()].reduce((n, fns) => n + fns.length, 0))
+  })
+
   it('accuracy: a row per limiter in both scenarios, and the admissions chart', async function () {
     this.timeout(50_000)
     const result = await accuracy({ scale: 0.05, windowMs: 400 })
