@@ -1,5 +1,34 @@
 import { createRateLimiter, type Decision, type Store } from '@fleetlimit/core'
+import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
+
+// Listeners a store holds weakly, kept alive here while a test waits on them.
+const waiting = new Set<() => void>()
+
+/**
+ * Makes the change `change` announces until `store` has heard it: a Redis store's subscription starts on its
+ * own, and a store answer to a question sent before the change arrives is rightly not cached.
+ */
+async function heard(store: Store, change: () => Promise<unknown>): Promise<void> {
+  if (!store.onKeyChange) {
+    await change()
+    return
+  }
+  let resolve = () => {}
+  const listener = () => resolve()
+  waiting.add(listener)
+  store.onKeyChange(listener)
+  try {
+    for (let tries = 0; tries < 200; tries++) {
+      const message = new Promise<true>((done) => (resolve = () => done(true)))
+      await change()
+      if (await Promise.race([message, sleep(50).then(() => false)])) return
+    }
+    throw new Error('the store never heard its own change')
+  } finally {
+    waiting.delete(listener)
+  }
+}
 
 /**
  * Blocks, pauses, shadow policies and refunds through the limiter: run against the memory store, Redis and a
@@ -59,7 +88,7 @@ export function describeHoldsAndRefunds(name: string, make: () => Store) {
         const a = createRateLimiter({ store, ...policy, local: false })
         const cached = createRateLimiter({ store, ...policy })
         expect(await a.consume('k')).to.include({ allowed: true, remaining: 4 })
-        await a.pause('k', '10m')
+        await heard(store, () => a.pause('k', '10m'))
         const denied = await a.consume('k')
         expect(denied).to.include({ allowed: false, remaining: 0 })
         expect(denied.retryAfterMs).to.be.within(599_000, 600_000)
