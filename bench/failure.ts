@@ -1,11 +1,13 @@
-// Failure part: what an ioredis client (with the defaults, and with the README's options) and fleetlimit's
-// defaults (timeoutMs 100, breaker of 5 failures and 1 s cool-down) cost the caller while Redis is killed or
-// frozen, and how soon decisions return to the store when it comes back.
+// Failure part: what a client (ioredis with its defaults and with the README's options, node-redis and GLIDE
+// with theirs) and fleetlimit's defaults (timeoutMs 100, breaker of 5 failures and 1 s cool-down) cost the caller
+// while Redis is killed or frozen, and how soon decisions return to the store when it comes back.
 import { once } from 'node:events'
 import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/core'
 import { type RedisServer, startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { sleep } from '@fleetlimit/test-kit/sleep'
+import { GlideClient, Logger } from '@valkey/valkey-glide'
 import { Redis, type RedisOptions } from 'ioredis'
+import { createClient } from 'redis'
 import type { PartResult } from './run.js'
 
 const LOAD = 20 // concurrent callers
@@ -17,8 +19,37 @@ const README_OPTIONS: RedisOptions = {
   retryStrategy: () => 100,
   connectTimeout: 1_000,
 }
-const CLIENTS = { default: {}, readme: README_OPTIONS } as const
-type ClientName = keyof typeof CLIENTS
+
+// GLIDE's core logs every command that fails at warn level, and the faults here fail many on purpose.
+Logger.setLoggerConfig('off')
+
+/** A store client made on the server at `url`, ready, and how to close it. */
+type Connect = (url: string) => Promise<{ client: Parameters<typeof redisStore>[0]; close: () => void }>
+
+const ioredis =
+  (options: RedisOptions): Connect =>
+  async (url) => {
+    const client = new Redis(url, options)
+    client.on('error', () => {})
+    await once(client, 'ready')
+    return { client, close: () => client.disconnect() }
+  }
+
+const CLIENTS: Record<string, Connect> = {
+  'ioredis, defaults': ioredis({}),
+  'ioredis, README': ioredis(README_OPTIONS),
+  'node-redis, defaults': async (url) => {
+    const client = createClient({ url })
+    client.on('error', () => {})
+    await client.connect()
+    return { client, close: () => client.destroy() }
+  },
+  'GLIDE, defaults': async (url) => {
+    const { hostname, port } = new URL(url)
+    const client = await GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }] })
+    return { client, close: () => client.close() }
+  },
+}
 
 interface Sample {
   readonly at: number
@@ -59,13 +90,13 @@ function load(limiter: RateLimiter) {
 
 async function scenario(
   kind: 'kill' | 'freeze',
-  clientName: ClientName,
-  { warmupMs, faultMs }: Required<FailureOptions>,
+  clientName: string,
+  { warmupMs, faultMs }: { readonly warmupMs: number; readonly faultMs: number },
 ) {
   let server: RedisServer = await startRedisServer()
-  const client = new Redis(server.url, CLIENTS[clientName])
-  client.on('error', () => {})
-  await once(client, 'ready')
+  const connect = CLIENTS[clientName]
+  if (!connect) throw new Error(`no client ${clientName}; one of ${Object.keys(CLIENTS).join(', ')}`)
+  const { client, close } = await connect(server.url)
   const limiter = createRateLimiter({
     store: redisStore(client),
     limit: 1_000_000,
@@ -101,7 +132,7 @@ async function scenario(
   }
   await sleep(300)
   await running.stop()
-  client.disconnect()
+  close()
   await server.stop()
 
   const during = running.samples.filter((s) => s.at >= faultAt && s.at < backAt)
@@ -131,9 +162,15 @@ export interface FailureOptions {
   readonly warmupMs?: number
   /** How long Redis stays killed or frozen: longer than the breaker's 1 s cool-down. Default 2 500 ms. */
   readonly faultMs?: number
+  /** The clients to run, by their names in the table. Default: all of them. */
+  readonly clients?: readonly string[]
 }
 
-export async function failure({ warmupMs = 1_000, faultMs = 2_500 }: FailureOptions = {}): Promise<PartResult> {
+export async function failure({
+  warmupMs = 1_000,
+  faultMs = 2_500,
+  clients = Object.keys(CLIENTS),
+}: FailureOptions = {}): Promise<PartResult> {
   const sizes = { warmupMs, faultMs }
   const results = []
   // A longer outage too: a default ioredis client backs off to a reconnect attempt every 2 s.
@@ -142,7 +179,7 @@ export async function failure({ warmupMs = 1_000, faultMs = 2_500 }: FailureOpti
     { kind: 'freeze', faultMs },
     { kind: 'kill', faultMs: 4 * faultMs },
   ] as const
-  for (const clientName of Object.keys(CLIENTS) as ClientName[]) {
+  for (const clientName of clients) {
     for (const fault of faults) {
       const result = await scenario(fault.kind, clientName, { ...sizes, faultMs: fault.faultMs })
       results.push({ ...result, faultMs: fault.faultMs })
@@ -156,7 +193,8 @@ export async function failure({ warmupMs = 1_000, faultMs = 2_500 }: FailureOpti
   )
   const markdown = [
     `fail-closed policy, timeoutMs ${TIMEOUT_MS}, default breaker (5 failures, 1 s cool-down), ${LOAD} concurrent callers; ` +
-      `ioredis client with its defaults, or with the README's options (${JSON.stringify({ ...README_OPTIONS, retryStrategy: '() => 100' })}).`,
+      `ioredis with its defaults or with the README's options (${JSON.stringify({ ...README_OPTIONS, retryStrategy: '() => 100' })}), ` +
+      'node-redis and GLIDE with their defaults.',
     '',
     '| fault | client | decisions during the fault | slowest (ms) | p50 (ms) | p99 (ms) | decisions/s of one caller, breaker open | store calls sent while open | back to the store after the server returns (ms) |',
     '|---|---|---|---|---|---|---|---|---|',

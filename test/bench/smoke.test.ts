@@ -92,15 +92,16 @@ describe('bench parts at a tiny size', () => {
 
   it('failure: every fault with each client, with their latencies and recovery', async function () {
     this.timeout(60_000)
-    const { data } = await failure({ warmupMs: 200, faultMs: 1_200 })
+    const clients = ['ioredis, README', 'GLIDE, defaults']
+    const { data } = await failure({ warmupMs: 200, faultMs: 1_200, clients })
     const results = data as Record<string, unknown>[]
     expect(results.map((r) => `${r.kind} ${r.faultMs} ${r.client}`)).to.deep.equal([
-      'kill 1200 default',
-      'freeze 1200 default',
-      'kill 4800 default',
-      'kill 1200 readme',
-      'freeze 1200 readme',
-      'kill 4800 readme',
+      'kill 1200 ioredis, README',
+      'freeze 1200 ioredis, README',
+      'kill 4800 ioredis, README',
+      'kill 1200 GLIDE, defaults',
+      'freeze 1200 GLIDE, defaults',
+      'kill 4800 GLIDE, defaults',
     ])
     for (const r of results) {
       for (const name of ['decisionsDuringFault', 'slowestMs', 'p50Ms', 'p99Ms', 'breakerOpenDecisionsPerSecond'])
