@@ -13,6 +13,7 @@ module.exports = {
     'test/core/http/*.test.ts',
     'test/core/outbound/*.test.ts',
     'test/core/layers.test.ts',
+    'test/core/mirror.test.ts',
     'test/core/rooms.test.ts',
     'test/core/options.test.ts',
     'test/core/options-mistakes.test.ts',
