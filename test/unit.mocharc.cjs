@@ -9,6 +9,7 @@ module.exports = {
     'test/core/cli/bin.test.ts',
     'test/core/cli/command-policy.test.ts',
     'test/core/cli/output-format.test.ts',
+    'test/core/cli/stored-keys.test.ts',
     'test/core/common/*.test.ts',
     'test/core/http/*.test.ts',
     'test/core/outbound/*.test.ts',
