@@ -1,10 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
-import fc from 'fast-check'
 import { COMMANDS, parseCommand, USAGE } from '../../../packages/core/src/cli/args.js'
 import { CliError } from '../../../packages/core/src/cli/cli-error.js'
-import { buildKey, decodeKeyPart, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
-import { definePolicy, policyKeyName } from '../../../packages/core/src/limiter/policy.js'
 
 const usageError = (argv: string[]) => {
   try {
