@@ -8,6 +8,7 @@ module.exports = {
     'test/core/cli/args.test.ts',
     'test/core/cli/bin.test.ts',
     'test/core/cli/command-policy.test.ts',
+    'test/core/cli/key-usage.test.ts',
     'test/core/cli/output-format.test.ts',
     'test/core/cli/stored-keys.test.ts',
     'test/core/common/*.test.ts',
