@@ -1,7 +1,7 @@
 import { createRateLimiter, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
-import { buildKey, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
+import { buildKey, decodeKeyPart, encodeKeyPart } from '../../../packages/core/src/limiter/keys.js'
 
 describe('keys', () => {
   it('keeps plain ids readable and pins the tenant as the hash tag', () => {
@@ -48,5 +48,15 @@ describe('keys', () => {
     for (const tenant of tenants) expect((await limiter.consume(tenant)).allowed).to.equal(false)
     // A tenant with a route is a different window from the tenant alone.
     expect((await limiter.consume({ tenant: 'a', route: 'b' })).allowed).to.equal(true)
+  })
+
+  it('decodeKeyPart inverts encodeKeyPart, and refuses what it never makes', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 21 }), (value) => {
+        expect(decodeKeyPart(encodeKeyPart(value))).to.equal(value)
+      }),
+    )
+    expect(decodeKeyPart(encodeKeyPart('x'.repeat(200)))).to.equal(undefined)
+    expect(decodeKeyPart('%zz')).to.equal(undefined)
   })
 })

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import sinon from 'sinon'
-import { createCircuitBreaker } from '../../packages/core/src/store/circuit-breaker.js'
+import { createCircuitBreaker } from '../../../packages/core/src/store/circuit-breaker.js'
 
 describe('circuit breaker (injected clock)', () => {
   it('opens after the threshold of consecutive failures, probes once after the cool-down, and closes', () => {

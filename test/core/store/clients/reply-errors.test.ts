@@ -1,6 +1,6 @@
 import { expect } from 'chai'
-import { asIoredisError } from '../../../packages/core/src/store/clients/reply-errors.js'
-import { isServerFailure, replyCode } from '../../../packages/core/src/store/server-failure.js'
+import { asIoredisError } from '../../../../packages/core/src/store/clients/reply-errors.js'
+import { isServerFailure, replyCode } from '../../../../packages/core/src/store/server-failure.js'
 
 /** An error as GLIDE makes one: its class's name is its name. */
 function glideError(kind: 'RequestError' | 'TimeoutError' | 'ConnectionError' | 'ClosingError', message: string) {

@@ -1,0 +1,45 @@
+import { expect } from 'chai'
+import type { Window } from '../../../packages/core/src/limiter/degraded.js'
+import { definePolicy } from '../../../packages/core/src/limiter/policy.js'
+import { createSlotWaits } from '../../../packages/core/src/limiter/slot-waits.js'
+
+const inFlight = definePolicy({ name: 'jobs', concurrency: 2 })
+const windowed = definePolicy({ name: 'api', limit: 10, window: '1s' })
+const slotWindow = (key: string): Window => ({ policy: inFlight, key, limit: 2 })
+
+describe('createSlotWaits', () => {
+  it('wakes exactly the queues that wait on a freed slot key', () => {
+    const woken: string[] = []
+    const waits = createSlotWaits((queue) => woken.push(queue))
+    waits.add('q1', [slotWindow('s1'), { policy: windowed, key: 'w1', limit: 10 }])
+    waits.add('q2', [slotWindow('s1'), slotWindow('s2')])
+    waits.add('q3', [{ policy: windowed, key: 'w1', limit: 10 }])
+    waits.freed(['s2'])
+    expect(woken).to.deep.equal(['q2'])
+    waits.freed(['s1', 'w1'])
+    expect(woken).to.deep.equal(['q2', 'q1', 'q2'])
+  })
+
+  it('wakes every waiting queue when messages may have been missed', () => {
+    const woken: string[] = []
+    const waits = createSlotWaits((queue) => woken.push(queue))
+    waits.add('q1', [slotWindow('s1')])
+    waits.add('q2', [slotWindow('s2')])
+    waits.freed(undefined)
+    expect(woken).to.deep.equal(['q1', 'q2'])
+  })
+
+  it('a forgotten queue is woken no more; adding a queue twice keeps its first keys', () => {
+    const woken: string[] = []
+    const waits = createSlotWaits((queue) => woken.push(queue))
+    waits.add('q1', [slotWindow('s1')])
+    waits.add('q1', [slotWindow('s2')])
+    waits.freed(['s2'])
+    expect(woken).to.deep.equal([])
+    waits.forget('q1')
+    waits.forget('q1')
+    waits.freed(['s1'])
+    waits.freed(undefined)
+    expect(woken).to.deep.equal([])
+  })
+})
