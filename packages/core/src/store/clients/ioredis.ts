@@ -71,8 +71,11 @@ function watchIoredis(client: IoredisClient): ConnectionWatch {
     printer.ready()
     readiness.emit()
   })
-  // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline.
-  const connected = () => !DISCONNECTED.has(client.status)
+  // Before the first connection ('wait', 'connecting') a command is sent, bounded by the limiter's deadline; not
+  // while ioredis retries a connection: each attempt would queue it too. Its retry count (a field its types keep
+  // private, 0 once ready) tells the two apart.
+  const retrying = () => Number((client as { retryAttempts?: unknown }).retryAttempts ?? 0) > 0
+  const connected = () => client.status === 'ready' || (!DISCONNECTED.has(client.status) && !retrying())
   return {
     connected,
     readySince: () => {
