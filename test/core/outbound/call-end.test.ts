@@ -1,0 +1,117 @@
+import { expect } from 'chai'
+import type { ReleaseResult, SettleResult } from '../../../packages/core/src/limiter/after-call.js'
+import type { Decision } from '../../../packages/core/src/limiter/decision.js'
+import type { CallCost } from '../../../packages/core/src/limiter/limiter-types.js'
+import { createCallEnd, type ReadCost } from '../../../packages/core/src/outbound/call-end.js'
+
+const base: Decision = {
+  allowed: true,
+  limit: 5,
+  remaining: 4,
+  retryAfterMs: 0,
+  resetMs: 1_000,
+  source: 'store',
+  policy: 'p',
+}
+/** An admission that holds in-flight slots (it has `extend`). */
+const withSlots: Decision = { ...base, extend: async () => true }
+
+/** A limiter whose release and settle log their calls; `released` and `settled` resolve on the first of each. */
+function stubLimiter(settleFails?: Error) {
+  const log: string[] = []
+  let onRelease: () => void = () => {}
+  const released = new Promise<void>((resolve) => {
+    onRelease = resolve
+  })
+  let onSettle: () => void = () => {}
+  const settled = new Promise<void>((resolve) => {
+    onSettle = resolve
+  })
+  const limiter = {
+    async release(decision: Decision): Promise<ReleaseResult> {
+      log.push(`release ${decision === withSlots ? 'slots' : 'other'}`)
+      onRelease()
+      return {} as ReleaseResult
+    },
+    async settle(_decision: Decision, { cost }: { cost: CallCost }): Promise<SettleResult> {
+      log.push(`settle ${JSON.stringify(cost)}`)
+      onSettle()
+      if (settleFails) throw settleFails
+      return {} as SettleResult
+    },
+  }
+  return { limiter, log, released, settled }
+}
+
+/** Reads the cost from the x-cost header. */
+const fromHeader: ReadCost = (response) => Number(response.headers.get('x-cost'))
+
+describe('outbound call end (outbound/call-end.ts)', () => {
+  it('canEnd: an admission with slots needs a limiter that can release', () => {
+    const { limiter } = stubLimiter()
+    const ends = createCallEnd({ limiter, settle: undefined, onSettleError: () => {} })
+    expect([ends.canEnd(base), ends.canEnd(withSlots)]).to.deep.equal([true, true])
+    const noRelease = createCallEnd({ limiter: {}, settle: undefined, onSettleError: () => {} })
+    expect([noRelease.canEnd(base), noRelease.canEnd(withSlots)]).to.deep.equal([true, false])
+  })
+
+  it('handOver without slots returns the response as it is and releases nothing; settles from a copy', async () => {
+    const { limiter, log, settled } = stubLimiter()
+    const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: () => {} })
+    const response = new Response('body', { headers: { 'x-cost': '3' } })
+    expect(ends.handOver(base, response, undefined)).to.equal(response)
+    // The caller's body is still there to read.
+    expect(await response.text()).to.equal('body')
+    await settled
+    expect(log).to.deep.equal(['settle 3'])
+  })
+
+  it('handOver with slots releases them once the body is read and the settle is done, not before', async () => {
+    const { limiter, log, released, settled } = stubLimiter()
+    const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: () => {} })
+    const handed = ends.handOver(withSlots, new Response('hello', { headers: { 'x-cost': '2' } }), undefined)
+    // Settled, but the body is unread: the slots stay held.
+    await settled
+    expect(log).to.deep.equal(['settle 2'])
+    expect(await handed.text()).to.equal('hello')
+    await released
+    expect(log).to.deep.equal(['settle 2', 'release slots'])
+  })
+
+  it('finish settles then releases; failed releases only', async () => {
+    const { limiter, log } = stubLimiter()
+    const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: () => {} })
+    await ends.finish(withSlots, new Response(null, { status: 429, headers: { 'x-cost': '1' } }), undefined)
+    expect(log).to.deep.equal(['settle 1', 'release slots'])
+    await ends.failed(withSlots)
+    await ends.failed(base)
+    expect(log).to.deep.equal(['settle 1', 'release slots', 'release slots'])
+  })
+
+  it('a failed settle goes to onSettleError with the copy, unless the caller aborted; nothing rejects', async () => {
+    const failure = new Error('no cost')
+    const { limiter, log } = stubLimiter(failure)
+    const errors: unknown[] = []
+    const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: (error) => errors.push(error) })
+    await ends.finish(withSlots, new Response('x', { headers: { 'x-cost': '1' } }), undefined)
+    expect(errors).to.deep.equal([failure])
+    const aborted = AbortSignal.abort()
+    await ends.finish(withSlots, new Response('x', { headers: { 'x-cost': '1' } }), aborted)
+    expect(errors).to.deep.equal([failure])
+    expect(log).to.deep.equal(['settle 1', 'release slots', 'settle 1', 'release slots'])
+  })
+
+  it('a failed release is swallowed: the slot is left to expire', async () => {
+    let calls = 0
+    const limiter = {
+      release: async (): Promise<ReleaseResult> => {
+        calls++
+        throw new Error('store down')
+      },
+    }
+    const ends = createCallEnd({ limiter, settle: undefined, onSettleError: () => {} })
+    expect(await ends.failed(withSlots)).to.equal(undefined)
+    expect(await ends.finish(withSlots, new Response(null), undefined)).to.equal(undefined)
+    expect(calls).to.equal(2)
+  })
+})
