@@ -216,3 +216,21 @@ export function periodAt(calendar: Calendar, at: number): Period {
   recent.set(id, period)
   return period
 }
+
+/** The four starts last found, by unit, zone and anchor (see periodStarts). */
+const recentStarts = new Map<string, readonly [number, number, number, number]>()
+
+/**
+ * The starts of the period before the one that holds `at`, of that one, of the next and of the one after: three
+ * periods, so that a store whose clock is a little off the caller's still finds the one that holds its own now.
+ */
+export function periodStarts(calendar: Calendar, at: number): readonly [number, number, number, number] {
+  const id = `${calendar.unit} ${calendar.anchor ?? 1} ${calendar.timeZone}`
+  const last = recentStarts.get(id)
+  if (last !== undefined && last[1] <= at && at < last[2]) return last
+  const { start, end } = periodAt(calendar, at)
+  const starts = [periodAt(calendar, start - 1).start, start, end, periodAt(calendar, end).end] as const
+  if (recentStarts.size >= 4_096) recentStarts.clear()
+  recentStarts.set(id, starts)
+  return starts
+}
