@@ -164,3 +164,39 @@ describe('calendar options', () => {
     expect([new Date(start).toISOString(), (end - start) / 3.6e6]).to.deep.equal(['2024-09-08T04:00:00.000Z', 23])
   })
 })
+
+describe('calendar policies refuse hostile options with a coded error, never a crash', () => {
+  const refuses = (make: () => unknown, option: string) => {
+    let error: unknown
+    try {
+      make()
+    } catch (thrown) {
+      error = thrown
+    }
+    expect(error, option).to.have.property('code', 'ERR_FLEETLIMIT_OPTION')
+    expect(error).to.have.property('option', option)
+  }
+
+  it('at construction: a zone that is a path, an unknown period, a window or buckets beside a period', () => {
+    refuses(() => createRateLimiter({ limit: 1, period: 'month', timeZone: '../../etc' }), 'timeZone')
+    refuses(() => createRateLimiter({ limit: 1, period: 'year' as never }), 'period')
+    refuses(() => createRateLimiter({ limit: 1, period: 'day', window: '1d' }), 'window')
+    refuses(() => createRateLimiter({ limit: 1, period: 'day', algorithm: 'bucketed' }), 'algorithm')
+    refuses(() => createRateLimiter({ limit: 1, window: '1m', timeZone: 'UTC' }), 'timeZone')
+    refuses(() => createRateLimiter({ concurrency: 1, period: 'day' }), 'period')
+  })
+
+  it('on a call: anchors of 1e9, NaN, 0 or a string; an anchor for a daily policy or none at all', async () => {
+    const monthly = createRateLimiter({ limit: 5, period: 'month', local: false })
+    for (const anchor of [1e9, Number.NaN, 0, '15', -1, 2 ** 53]) {
+      const error = await monthly.consume('t', { anchor: anchor as number }).catch((e: unknown) => e)
+      expect(error, String(anchor)).to.have.property('code', 'ERR_FLEETLIMIT_OPTION')
+    }
+    const daily = createRateLimiter({ limit: 5, period: 'day' })
+    expect(await daily.consume('t', { anchor: 1 }).catch((e: unknown) => e)).to.have.property('option', 'anchor')
+    const rate = createRateLimiter({ limit: 5, window: '1m' })
+    expect(await rate.peek('t', { anchor: 1 }).catch((e: unknown) => e)).to.have.property('option', 'anchor')
+    // A valid anchor still decides.
+    expect((await monthly.consume('t', { anchor: 31 })).allowed).to.equal(true)
+  })
+})
