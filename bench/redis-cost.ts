@@ -17,7 +17,7 @@ import { Redis } from 'ioredis'
 // Internal to core (not in its exports), so by path: the script redisStore runs.
 import { MAX_BATCH } from '../packages/core/src/store/call-batcher.js'
 import { slidingLogScript } from '../packages/core/src/store/scripts.generated.js'
-import { windowsCall } from '../packages/core/src/store/sliding-log-call.js'
+import { costWindowsCall, windowsCall } from '../packages/core/src/store/sliding-log-call.js'
 import { slidingLogLayout } from '../packages/core/src/store/sliding-log-layout.generated.js'
 import { type Argument, encodeCommand, respLoad } from './resp-load.js'
 import type { PartResult } from './run.js'
@@ -112,6 +112,10 @@ const spreadKey = (s: Scenario) => `${s.key}:${Math.floor(Math.random() * (s.key
 // As redisStore calls the script: KEYS[1], then one binary argument (a consume of `cost` units, no deadline).
 const consumeArgs = (limit: number, windowMs: number, cost = 1) => [windowsCall('c', cost, [{ limit, windowMs }])]
 const keyOf = (windowMs: number, key: string) => `fleetlimit:bench~sl3-${windowMs}:{${key}}`
+// A calendar policy's consume of the same limit (`period: 'month'` in UTC): one count per key, whatever the limit.
+const MONTH = { unit: 'month', timeZone: 'UTC' } as const
+const calendarArgs = (limit: number) => [costWindowsCall('consume', [{ limit, windowMs: 1, cost: 1, period: MONTH }])]
+const calendarKeyOf = (key: string) => `fleetlimit:bench~pd1-month-UTC:{${key}}`
 
 /** `calls` consumes of `cost` on one key, pipelined by a thousand (by the script of `sha`, ours by default). */
 async function fill(
@@ -149,6 +153,10 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       ...consumeArgs(s.limit, s.windowMs),
     ]
     const ours = lone(slidingLogScript.sha1)
+    const calendar = (s: Scenario) => (key: string) => [
+      ...['EVALSHA', slidingLogScript.sha1, '1', calendarKeyOf(key)],
+      ...calendarArgs(s.limit),
+    ]
     const counter = (s: Scenario) => (key: string) => ['EVALSHA', counterSha, '1', `counter:{${key}}`, s.windowMs]
     // A filled key denies every call: the floor reads its log, as our denial does. Elsewhere it reads and writes
     // keys of its own (a state of 94 bytes, as a new log's), which ours never reads.
@@ -174,11 +182,18 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         inRuns: [] as number[],
         baseline: [] as number[],
         baselineInRuns: [] as number[],
+        calendar: [] as number[],
       }
       const refill = async () => {
         await client.flushall()
         if (scenario.fill) {
           await fill(client, keyOf(scenario.windowMs, scenario.key), scenario.limit, scenario.windowMs, scenario.fill)
+          // The calendar key filled to its limit too, so that it denies as the log does.
+          const pipeline = client.pipeline()
+          for (let i = 0; i < scenario.fill; i++) {
+            pipeline.evalsha(slidingLogScript.sha1, 1, calendarKeyOf(scenario.key), ...calendarArgs(scenario.limit))
+          }
+          await pipeline.exec()
         }
       }
       const runs = Math.ceil(requests / RUN)
@@ -187,6 +202,7 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         samples.ours.push(await usecPerCall(server.port, client, ours(scenario), scenario, requests))
         samples.counter.push(await usecPerCall(server.port, client, counter(scenario), scenario, requests))
         samples.floor.push(await usecPerCall(server.port, client, floor(scenario), scenario, requests))
+        samples.calendar.push(await usecPerCall(server.port, client, calendar(scenario), scenario, requests))
         if (baselineSha !== undefined) {
           await refill()
           samples.baseline.push(await usecPerCall(server.port, client, lone(baselineSha)(scenario), scenario, requests))
@@ -205,6 +221,7 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       const inRunsUs = median(samples.inRuns)
       const baselineUs = median(samples.baseline)
       const baselineInRunsUs = median(samples.baselineInRuns)
+      const calendarUs = median(samples.calendar)
       rows.push({
         scenario: scenario.name,
         counterUs,
@@ -214,6 +231,8 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
         ratio: oursUs / counterUs,
         inRunsUs,
         inRunsRatio: inRunsUs / counterUs,
+        calendarUs,
+        calendarRatio: calendarUs / oursUs,
         ...(baselineSha === undefined ? {} : { baselineUs, baselineInRunsUs }),
         samples,
       })
@@ -301,6 +320,16 @@ export async function redisCost(options: RedisCostOptions = {}): Promise<PartRes
       ...rows.map(
         (r) =>
           `| ${r.scenario} | ${r.counterUs.toFixed(2)} | ${r.floorUs.toFixed(2)} | ${r.floorRatio.toFixed(2)}x | ${r.oursUs.toFixed(2)} | ${r.ratio.toFixed(2)}x | ${r.inRunsUs.toFixed(2)} | ${r.inRunsRatio.toFixed(2)}x |`,
+      ),
+      '',
+      "A calendar policy (`period: 'month'`, one count per key) beside the sliding window, the same calls in the same",
+      'rounds (the same script: a period is one of its windows; the call names the period starts around its clock):',
+      '',
+      '| scenario | sliding window (µs) | calendar month (µs) | ratio |',
+      '|---|---|---|---|',
+      ...rows.map(
+        (r) =>
+          `| ${r.scenario} | ${r.oursUs.toFixed(2)} | ${r.calendarUs.toFixed(2)} | ${r.calendarRatio.toFixed(2)}x |`,
       ),
       '',
       'Memory of one key filled to its limit (`MEMORY USAGE key SAMPLES 0`), window 10 minutes: one unit per call',

@@ -26,7 +26,9 @@
 --   then per key (c, p, l, z) '>dddB': limit (a positive integer), window (ms, a positive integer), block (ms:
 --               once denied, the key is held that long; 0 for none), shadow (1 for a shadow window, several
 --               windows only: see below)
---   or per key (C, P) '>ddddB': limit, window, block, units (this window's cost), flags (1 shadow, 2 slots)
+--   or per key (C, P) '>ddddB': limit, window, block, units (this window's cost), flags (1 shadow, 2 slots,
+--               4 a calendar period: four period starts follow, '>dddd' ms by the caller's clock: the previous
+--               period's, the current one's, the next one's and the one after; see Periods below)
 --   or per key (f, e) '>dd': a slot's id, 0
 --   or per key (s) '>ddd': the time its units were recorded at, its window (ms), delta; its last key is its
 --               marker with 0, 0, 0 (see the markers below)
@@ -35,6 +37,7 @@
 --               with 10-byte entries: a longer lease fails, as an error about its key would)
 --   or per key (r) '>ddd': the time its units were recorded at (server µs: a reply's recordedUs), its window
 --               (ms), the units to remove; a refund's last key is its marker, with 0, 0, 0 (see the markers below)
+--   (r, s, z) a window of -1 ms names a calendar period's count
 --
 -- Reply: one binary string, big-endian: each call's reply, call after call: '>bdI4', then '>bI4I6I6d' per window
 -- ('>I4' for 's': the units each window holds after it; none for 'r', 'f', 'e' and 'z', nor past the deadline,
@@ -95,6 +98,12 @@
 -- more, the reset until the last ends; recordedUs_i is the slot's id. The key's TTL is its latest end. A consume,
 -- free or extend removes the ended slots of the keys it touches. 'f' and 'e' count a slot held only while live.
 --
+-- Periods (a calendar quota, flags 4): the key is '>dddd': its period's start and end (server µs), the units admitted
+-- in it, a hold (server µs; 0 for none). The caller's four starts bound three periods; the one that holds the
+-- server's now is decided in (a caller whose clock is off by less than a period still counts on the server's), and a
+-- count of any other period is 0: a new period starts over. Room is count + cost <= limit; a denial waits, and the
+-- reset counts, until the period's end. The key expires at its period's end (or its hold's, if later). A release or
+-- settle moves the count if the units' recorded time is in its period, still current. Twin: store/period-count.ts.
 -- The server's clock decides (TIME): clock skew between application servers cannot widen a window.
 -- A denial records nothing; a call past its deadline records nothing (its caller gave up).
 -- The `#!lua` line declares the script's flags (none): Redis 7 then refuses it while used memory is over
@@ -112,8 +121,10 @@ local HEADER = '>dI4I4I4I4I6I6dBI6I4I6I4I6I4I6I4'
 local HEADER_FIRST, HEADER_REST = '>dI4I4I4I4I6I6dBI6I4', '>I6I4I6I4I6I4'
 -- A call (see ARGV above).
 local CALL, WINDOW, LEASE = '>Hc1dd', '>dddB', '>dddBddd'
--- A window of a call with a cost per window (C, P).
-local MIXED_WINDOW = '>ddddB'
+-- A window of a call with a cost per window (C, P), and a period window's starts after it (flags 4).
+local MIXED_WINDOW, STARTS = '>ddddB', '>dddd'
+-- A period's count.
+local PERIOD = '>dddd'
 -- A call and its first window (one unpack: most calls have one).
 local CALL_WINDOW, CALL_WINDOW_SIZE = '>Hc1ddddd', 43
 -- Entries: 9 bytes, or 10 for a window over NARROW µs, and an entry with the header after it (what an admission
@@ -178,10 +189,18 @@ for a = 1, args do
     -- Its keys: one per window of 25 bytes (c, p, z) or 33 (C, P), per entry of 16 bytes (e) or 24 (r, s); a lease's
     -- one; a free's `units` (its channel follows).
     local nk = (size - 19) / 25
-    if op ~= 'c' and op ~= 'p' then
+    if op == 'C' or op == 'P' then
+      -- 33 bytes per window, 65 for a period's (its flags, the window's last byte, say which).
+      nk = 0
+      local at = pos + 19
+      while at < pos + size do
+        nk = nk + 1
+        at = at + (string.byte(A, at + 32) >= 4 and 65 or 33)
+      end
+    elseif op ~= 'c' and op ~= 'p' then
       nk = op == 'l' and 1
         or op == 'f' and units
-        or (size - 19) / ((op == 'C' or op == 'P') and 33 or (op == 's' or op == 'r') and 24 or op == 'z' and 25 or 16)
+        or (size - 19) / ((op == 's' or op == 'r') and 24 or op == 'z' and 25 or 16)
     end
     -- `at`: a denial by the fast path, whose reply follows the loop below (the time of the entry that must leave the
     -- window first, `used` the units in the window).
@@ -655,9 +674,75 @@ for a = 1, args do
             return log.base + ts
           end
 
+          -- A period's count (see Periods), read as a log is, with `period` set: for a decision (`starts` given) in
+          -- the period that holds now (`from`, `to`), counting its units only; else in the period it holds, while
+          -- current. Twin: PeriodCount.used.
+          local function period_open(key, starts)
+            local log = { key = key, period = true, exists = false, start = 0, stop = 0, count = 0, hold = 0, used = 0 }
+            local raw = redis.call('GET', key)
+            if raw then
+              log.exists = true
+              log.start, log.stop, log.count, log.hold = unpack(PERIOD, raw)
+            end
+            if not starts then
+              if log.stop > now then
+                log.used = log.count
+              end
+              return log
+            end
+            for i = 1, 3 do
+              if now >= starts[i] * 1000 and now < starts[i + 1] * 1000 then
+                log.from, log.to = starts[i] * 1000, starts[i + 1] * 1000
+              end
+            end
+            if not log.from then
+              error("the server's clock is more than a period away from the calling process's", 0)
+            end
+            if log.start == log.from and log.stop == log.to then
+              log.used = log.count
+            end
+            return log
+          end
+
+          -- Writes a period's count back; it lives until its period ends, or its hold if later.
+          local function period_write(log)
+            redis.call('SET', log.key, pack(PERIOD, log.start, log.stop, log.count, log.hold), 'PXAT',
+              format('%d', ceil(math.max(log.stop, log.hold) / 1000)))
+          end
+
+          -- A period's answer for `cost` units, as answer() gives a log's. Twin: PeriodCount.result.
+          local function period_answer(log, limit, cost)
+            local used, left = log.used, ceil((log.to - now) / 1000)
+            local allowed, retry = 1, 0
+            if used + cost > limit then
+              allowed, retry = 0, left
+            end
+            local room = allowed == 1
+            if log.hold > now then
+              allowed, retry = 0, math.max(retry, ceil((log.hold - now) / 1000))
+            end
+            return allowed, math.max(0, limit - used), retry, used > 0 and left or 0, room
+          end
+
+          -- Records `count` units in the period that holds now, starting it over if the key counts another; returns
+          -- the units' stamp (now). Twin: PeriodCount.add.
+          local function period_add(log, count)
+            if log.start ~= log.from or log.stop ~= log.to then
+              log.start, log.stop, log.count = log.from, log.to, 0
+            end
+            log.count = log.count + count
+            period_write(log)
+            return now
+          end
+
           -- Holds a key until `untl` (server µs) unless it is held longer, and keeps the key that long.
           local function hold_until(log, untl)
             if log.exists and log.hold >= untl then
+              return
+            end
+            if log.period then
+              log.hold = untl
+              period_write(log)
               return
             end
             if log.n == 0 then
@@ -747,7 +832,8 @@ for a = 1, args do
               end
               local logs, moves = {}, {}
               for j = 1, windows do
-                logs[j] = open(KEYS[k + j - 1], records[j].window * 1000)
+                local key, window = KEYS[k + j - 1], records[j].window
+                logs[j] = window < 0 and period_open(key) or open(key, window * 1000)
                 moves[j] = { by = 0 }
               end
               -- The reply; a settle's says how many units each window holds after it.
@@ -766,8 +852,14 @@ for a = 1, args do
               local most, held, until_us = 0, false, 0
               for j, log in ipairs(logs) do
                 local recorded, delta, move = records[j].recorded, records[j].delta, moves[j]
-                local ts = log.n > 0 and recorded - log.base
-                if ts and ts > log.now - log.window and ts <= log.newest then
+                local ts = not log.period and log.n > 0 and recorded - log.base
+                if log.period then
+                  -- Units of the period the count holds, still current. Twin: PeriodCount.adjust.
+                  if recorded >= log.start and recorded < log.stop and now < log.stop then
+                    held = true
+                    move.by = delta < 0 and -math.min(-delta, log.count) or delta
+                  end
+                elseif ts and ts > log.now - log.window and ts <= log.newest then
                   local first = search(log, log.head, log.n - 1, function(t)
                     return t >= ts
                   end)
@@ -788,7 +880,7 @@ for a = 1, args do
                   end
                 end
                 -- The units count until then at the latest (server µs): a marker need not outlive them.
-                until_us = math.max(until_us, recorded + log.window)
+                until_us = math.max(until_us, log.period and log.stop or recorded + log.window)
                 most = math.max(most, math.abs(move.by))
               end
               -- A release that removes nothing changes nothing; a settle changes nothing when no window holds the entry.
@@ -813,7 +905,10 @@ for a = 1, args do
               for j, log in ipairs(logs) do
                 local move = moves[j]
                 local by, first, tss, cums = move.by, move.first, move.tss, move.cums
-                if by ~= 0 then
+                if by ~= 0 and log.period then
+                  log.count = log.count + by
+                  period_write(log)
+                elseif by ~= 0 then
                   -- Every running total from that entry on moves by the units moved, in the body and in the cache.
                   local parts = {}
                   for e = move.i, #tss do
@@ -886,7 +981,7 @@ for a = 1, args do
               for j = 1, nk do
                 local _, window
                 _, window, _, _, cursor = unpack(WINDOW, A, cursor)
-                logs[j] = open(KEYS[k + j - 1], window * 1000)
+                logs[j] = window < 0 and period_open(KEYS[k + j - 1]) or open(KEYS[k + j - 1], window * 1000)
               end
               for _, log in ipairs(logs) do
                 hold_until(log, now + units * 1000)
@@ -920,15 +1015,23 @@ for a = 1, args do
             local mixed, consume = op == 'C' or op == 'P', op == 'c' or op == 'C'
             local logs, answers, fits = {}, {}, true
             for i = 1, nk do
-              local limit, window, block, cost, flags
+              local limit, window, block, cost, flags, starts
               if mixed then
                 limit, window, block, cost, flags, cursor = unpack(MIXED_WINDOW, A, cursor)
+                if flags >= 4 then
+                  starts = { unpack(STARTS, A, cursor) }
+                  cursor = table.remove(starts)
+                end
               else
                 limit, window, block, flags, cursor = unpack(WINDOW, A, cursor)
                 cost = units
               end
               local key, log, a = KEYS[k + i - 1], nil, nil
-              if flags >= 2 then
+              if starts then
+                log = period_open(key, starts)
+                a = { period_answer(log, limit, cost) }
+                a[7] = block * 1000
+              elseif flags >= 2 then
                 a = { slots_answer(key, limit) }
                 log = { key = key, window = window * 1000, slots = true, latest = a[6] }
                 a[5], a[7] = a[1] == 1, 0
@@ -956,6 +1059,9 @@ for a = 1, args do
                   at = take_slot(log.key, log.window, log.latest)
                   a[2], a[4] = a[2] - 1, ceil((math.max(log.latest, now + log.window) - now) / 1000)
                 end
+              elseif recorded and a[1] == 1 and log.period then
+                at = period_add(log, a[8])
+                a[2], a[4] = a[2] - a[8], ceil((log.to - now) / 1000)
               elseif recorded and a[1] == 1 then
                 at = record(log, a[8], now)
                 a[2], a[4] = a[2] - a[8], ceil((log.newest + log.window - log.now) / 1000)

@@ -130,6 +130,7 @@ describe('bench parts at a tiny size', () => {
         inRunsUs: number
         baselineUs: number
         baselineInRunsUs: number
+        calendarUs: number
       }[]
       memory: { limit: number; bytes: number; bytesPerThousand: number; baselineBytes: number }[]
       large: { redisUs: number[]; memoryUs: { median: number; p99: number; max: number }[] }
@@ -142,6 +143,7 @@ describe('bench parts at a tiny size', () => {
       expect(row.inRunsUs, row.scenario).to.be.greaterThan(0)
       expect(row.baselineUs, row.scenario).to.be.greaterThan(0)
       expect(row.baselineInRunsUs, row.scenario).to.be.greaterThan(0)
+      expect(row.calendarUs, row.scenario).to.be.greaterThan(0)
     }
     expect(memory.map((m) => m.limit)).to.deep.equal([2_000])
     expect(memory[0]?.baselineBytes, 'the same script fills a key to the same bytes').to.equal(memory[0]?.bytes)

@@ -224,3 +224,22 @@ describe('limit(req) with inline options: the policy has no limit of its own', (
     expect(await statuses(http, 'enterprise', 2)).to.deep.equal([500, 500])
   })
 })
+
+describe('a calendar policy’s headers', () => {
+  it('name the period’s nominal length as w, and wait until the next local midnight', async () => {
+    // 2024-03-09 18:00 in New York (EST, -5): midnight comes in 6 hours; the next day is 23 hours long.
+    const now = Date.parse('2024-03-09T23:00:00Z')
+    const http = createHttpLimiter(
+      { store: memoryStore({ clock: () => now }), limit: 1, period: 'day', timeZone: 'America/New_York' },
+      framework,
+    )
+    const first = await http.handle({}, direct)
+    expect(first.headers).to.deep.include({
+      'ratelimit-policy': '"1-per-day";q=1;w=86400',
+      ratelimit: `"1-per-day";r=0;t=${6 * 3600}`,
+    })
+    const denied = await http.handle({}, direct)
+    expect(denied.action === 'respond' && denied.status).to.equal(429)
+    expect(denied.headers['retry-after']).to.equal(String(6 * 3600))
+  })
+})

@@ -3,7 +3,7 @@ import { OptionError } from '../common/errors.js'
 import type { Logger } from '../common/logger.js'
 import { checkBoolean, checkInteger, checkOneOf, optionalFunction } from '../common/validate.js'
 import type { RateLimiter } from '../limiter/limiter-types.js'
-import { MAX_LIMIT } from '../limiter/policy.js'
+import { MAX_LIMIT, type Policy } from '../limiter/policy.js'
 import { checkHttpOptions } from './check-http-options.js'
 import type { HeaderOptions, HeaderStandard } from './headers.js'
 import type { HttpRateLimitOptions } from './http-options.js'
@@ -112,6 +112,12 @@ export function resolveHttpOptions<Req, Res>(options: Options<Req, Res>): Resolv
     logger,
     // A request takes one slot of an in-flight policy whatever its cost.
     maxCost: rates.length === 0 ? MAX_LIMIT : Math.min(...rates.map((p) => p.limit)),
-    headerOptions: { standard, legacy, windows: new Map(limiter.policies.map((p) => [p.name, p.window])) },
+    headerOptions: { standard, legacy, windows: new Map(limiter.policies.map((p) => [p.name, headerWindow(p)])) },
   })
 }
+
+/** A calendar period's nominal length (RateLimit-Policy's `w`): its reset (`t`) says when the current one ends. */
+const NOMINAL_PERIOD_MS = { day: 86_400_000, week: 604_800_000, month: 2_592_000_000 } as const
+
+/** The window a policy's RateLimit-Policy field names, in ms. */
+const headerWindow = (policy: Policy) => (policy.period ? NOMINAL_PERIOD_MS[policy.period] : policy.window)

@@ -216,6 +216,7 @@ export function createAfterCall(deps: AfterCallDeps) {
       windowMs: r.windowMs,
       recorded: r.recorded,
       delta: (costs[i] as number) - unitsOf(receipt, i),
+      ...(r.period && { period: true }),
     }))
     const key = (requests[0] as RefundRequest).key
     const send = store.settle.bind(store)

@@ -1,5 +1,6 @@
 // A call's plan: what every call of one key needs and that does not change between them (its windows, ids and store
 // requests), built once per tenant (or route and tenant) and kept for the next calls.
+import { checkAnchor } from '../common/calendar.js'
 import { OptionError } from '../common/errors.js'
 import type { Mutable } from '../common/mutable.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
@@ -54,7 +55,7 @@ export function requestsOf(plan: CallPlan): WindowRequest[] {
 /** The store requests of windows at a cost (or a cost per window). */
 export function windowRequests(windows: readonly Window[], cost: number, costs?: readonly number[]): WindowRequest[] {
   // Plain assignments, not conditional spreads.
-  return windows.map(({ policy, key, limit }, i) => {
+  return windows.map(({ policy, key, limit, anchor }, i) => {
     const request: Mutable<WindowRequest> = {
       key,
       limit,
@@ -64,6 +65,10 @@ export function windowRequests(windows: readonly Window[], cost: number, costs?:
     if (policy.buckets !== undefined) request.buckets = policy.buckets
     if (policy.blockFor > 0) request.blockMs = policy.blockFor
     if (policy.shadow) request.shadow = true
+    if (policy.period !== undefined) {
+      const calendar = { unit: policy.period, timeZone: policy.timeZone as string }
+      request.period = anchor === undefined ? calendar : { ...calendar, anchor }
+    }
     if (policy.concurrency !== undefined) {
       request.slots = true
       request.cost = 1
@@ -76,12 +81,14 @@ export function windowRequests(windows: readonly Window[], cost: number, costs?:
 const CACHED_PLANS = 16_384
 
 export interface CallPlans {
-  /** The windows a key input counts in: one per policy, with its store key and this call's limit. */
-  windowsOf(input: KeyInput, limits: readonly number[] | undefined): Window[]
+  /** The windows a key input counts in: one per policy, with its store key, this call's limit and anchor. */
+  windowsOf(input: KeyInput, limits: readonly number[] | undefined, anchors?: readonly (number | undefined)[]): Window[]
   /** A call's plan: kept per key for a call with no options; the cost must fit in each of its limits. */
   planOf(key: KeyInput, options: ConsumeOptions | undefined, accepted: readonly string[]): CallPlan
   /** A call's limits, one per policy, or undefined for the policies' own. */
   limitsOf(value: unknown): readonly number[] | undefined
+  /** A call's anchors, one per policy (unset for a policy with none), or undefined for the policies' own starts. */
+  anchorsOf(value: unknown): readonly (number | undefined)[] | undefined
 }
 
 /**
@@ -96,11 +103,20 @@ export function createCallPlans(
 ): CallPlans {
   const keyNames = policies.map(policyKeyName)
   const policyNames = policies.map((p) => p.name)
-  const windowsOf = (input: KeyInput, limits: readonly number[] | undefined): Window[] =>
+  const windowsOf = (
+    input: KeyInput,
+    limits: readonly number[] | undefined,
+    anchors?: readonly (number | undefined)[],
+  ): Window[] =>
     policies.map((policy, i) => {
       const key = windowKey(keyNames[i] as string, policy.scope, input)
-      return { policy, key, limit: limits ? (limits[i] as number) : policy.limit }
+      const window: Mutable<Window> = { policy, key, limit: limits ? (limits[i] as number) : policy.limit }
+      const anchor = anchors?.[i]
+      if (anchor !== undefined) window.anchor = anchor
+      return window
     })
+  // The calendar policies an anchor applies to: weeks and months (a day starts at midnight).
+  const anchored = policies.filter((p) => p.period === 'week' || p.period === 'month').map((p) => p.name)
 
   const byTenant = new Map<string, CallPlan>()
   // By route, then tenant: no key string is built to look a plan up. `undefined` is the route of `{ tenant }`.
@@ -168,6 +184,34 @@ export function createCallPlans(
     })
   }
 
+  function anchorsOf(value: unknown): readonly (number | undefined)[] | undefined {
+    if (value === undefined) return undefined
+    if (anchored.length === 0) {
+      throw new OptionError('anchor', value, 'no anchor: this limiter has no weekly or monthly policy (`period`)')
+    }
+    if (typeof value !== 'object' || value === null) {
+      // One anchor for every weekly and monthly policy, each checked against its unit.
+      return policies.map((p) =>
+        p.period === 'week' || p.period === 'month' ? checkAnchor(value, p.period, 'anchor') : undefined,
+      )
+    }
+    if (!isPlainObject(value)) {
+      throw new OptionError(
+        'anchor',
+        value,
+        `a day number, or a plain object from policy name (${anchored.join(', ')}) to one`,
+      )
+    }
+    checkOptionNames(value, 'anchor', anchored)
+    const byName = value as Record<string, unknown>
+    return policies.map((p) => {
+      const given = Object.hasOwn(byName, p.name) ? byName[p.name] : undefined
+      return given === undefined || p.period === undefined
+        ? undefined
+        : checkAnchor(given, p.period, `anchor.${p.name}`)
+    })
+  }
+
   /** A cost map's cost in each window: a policy left out takes its own; an in-flight window takes its one slot. */
   function costsOf(value: object, limits: readonly number[] | undefined): number[] {
     if (!isPlainObject(value)) {
@@ -185,17 +229,19 @@ export function createCallPlans(
   return {
     windowsOf,
     limitsOf,
+    anchorsOf,
     planOf(key, options, accepted) {
       if (options === undefined) return typeof key === 'string' ? tenantPlan(key) : routePlan(key)
       checkOptionNames(options, 'options', accepted)
       const limits = limitsOf(options.limit)
+      const anchors = anchorsOf(options.anchor)
       if (typeof options.cost === 'object' && options.cost !== null && policies.length > 1) {
         const costs = costsOf(options.cost, limits)
-        return newPlan(windowsOf(key, limits), Math.max(...costs), costs)
+        return newPlan(windowsOf(key, limits, anchors), Math.max(...costs), costs)
       }
       const cost = options.cost === undefined ? defaultCost : checkCallCost(options.cost)
       if (limits) checkCost(cost, 'cost', Math.min(...limits.filter((_, i) => !policies[i]?.concurrency)))
-      return newPlan(windowsOf(key, limits), cost)
+      return newPlan(windowsOf(key, limits, anchors), cost)
     },
   }
 }

@@ -8,6 +8,8 @@ export interface Window {
   readonly key: string
   /** The policy's limit, or the one the call named (a tenant's plan). */
   readonly limit: number
+  /** A calendar policy's anchor the call named (a tenant's billing day); unset for the policy's own start. */
+  readonly anchor?: number
 }
 
 /** How a failing-open limiter decides without its store. */
@@ -29,9 +31,13 @@ export function createDegradedMode(policies: readonly [Policy, ...Policy[]]): De
       const limited = windows.filter((w) => w.policy.fallback)
       if (fallback && limited.length > 0) {
         // A cost above a fallback limit counts as that whole limit, so it can still be admitted alone.
-        const requests = limited.map(({ policy, key }) => {
+        const requests = limited.map(({ policy, key, anchor }) => {
           const limit = (policy.fallback as { limit: number }).limit
-          return { key, limit, windowMs: policy.window, cost: Math.min(cost, limit) }
+          const request = { key, limit, windowMs: policy.window, cost: Math.min(cost, limit) }
+          // A calendar policy's fallback counts in its periods too.
+          if (policy.period === undefined) return request
+          const period = { unit: policy.period, timeZone: policy.timeZone as string }
+          return { ...request, period: anchor === undefined ? period : { ...period, anchor } }
         })
         const results = await fallback.consume(requests)
         return combine(results.map((result, i) => toDecision(result, 'fallback', (limited[i] as Window).policy)))

@@ -37,7 +37,16 @@ export interface PeekOptions {
    * lower one denies until the window drains to it.
    */
   limit?: CallLimit
+  /**
+   * A tenant's billing day, for weekly and monthly policies (`period`): a month's day from 1 to 31 (clamped to the
+   * month's length: 31 starts on the 30th in a 30-day month, on the 28th or 29th in February), a week's day from 1
+   * (Monday) to 7. With several such policies, a map from policy name to anchor. Default: the 1st, and Monday.
+   */
+  anchor?: CallAnchor
 }
+
+/** A call's anchor: a day number, or with several calendar policies a map from policy name to day. */
+export type CallAnchor = number | Readonly<Record<string, number>>
 
 /** A call's cost: a whole number, or with several policies a map from policy name to cost. */
 export type CallCost = number | Readonly<Record<string, number>>

@@ -14,7 +14,7 @@ import { resolveLimiterOptions } from './limiter-options.js'
 import { withStore } from './limiter-stores.js'
 import type { AcquireOptions, LimiterEvents, RateLimiter, RateLimiterOptions } from './limiter-types.js'
 import { createLocalTier, noLocalCounts } from './local-tier.js'
-import { MAX_HOLD_MS } from './policy.js'
+import { MAX_HOLD_MS, type Policy } from './policy.js'
 import { Receipted } from './receipts.js'
 import { createRefunds } from './refunds.js'
 import { createSlotWaits } from './slot-waits.js'
@@ -23,8 +23,8 @@ import { createStoreCaller } from './store-caller.js'
 /** The tenant ready() peeks at: a peek records nothing, so any key would do. */
 const READY_PROBE_TENANT = 'fleetlimit-ready-probe'
 
-const CONSUME_OPTIONS = ['cost', 'limit']
-const ACQUIRE_OPTIONS = ['cost', 'limit', 'maxWaitMs', 'signal', 'transitMs']
+const CONSUME_OPTIONS = ['cost', 'limit', 'anchor']
+const ACQUIRE_OPTIONS = ['cost', 'limit', 'anchor', 'maxWaitMs', 'signal', 'transitMs']
 
 /**
  * Builds a limiter for one policy, or several decided together, on one store; every option is validated here,
@@ -61,8 +61,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const counters = { decisions: 0, allowed: 0, denied: 0, shadowDenied: 0, refundedUnits: 0, degraded: 0 }
   // Leases reserve units of one sliding log; other calls only use the deny cache. A policy with a block denies
   // through the store, which starts the block.
-  const leasable =
-    policies.length === 1 && first.algorithm === 'sliding-log' && first.blockFor === 0 && !first.concurrency
+  const leasable = isLeasable(policies)
   const slotPolicies = policies.filter((p) => p.concurrency !== undefined)
   /** What `decision.extend()` keeps slots for by default: the longest slot life of the policies. */
   const slotTtlMs = Math.max(0, ...slotPolicies.map((p) => p.window))
@@ -198,8 +197,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return acquireQueue.acquire(queueKey, { plan, transitMs }, plan.cost, maxWaitMs, signal, plan.costs)
     },
     async peek(key, options) {
-      if (options !== undefined) checkOptionNames(options, 'options', ['limit'])
-      return peekOf(plans.windowsOf(key, plans.limitsOf(options?.limit)))
+      if (options !== undefined) checkOptionNames(options, 'options', ['limit', 'anchor'])
+      return peekOf(plans.windowsOf(key, plans.limitsOf(options?.limit), plans.anchorsOf(options?.anchor)))
     },
     async reset(key) {
       const windows = plans.windowsOf(key, undefined)
@@ -237,6 +236,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     }),
     on: events.on,
   })
+}
+
+/** Leases reserve units of one sliding log with no block: not slots, buckets or a calendar period's count. */
+function isLeasable(policies: readonly Policy[]): boolean {
+  const [only] = policies
+  return (
+    policies.length === 1 &&
+    only?.algorithm === 'sliding-log' &&
+    only.blockFor === 0 &&
+    !only.concurrency &&
+    only.period === undefined
+  )
 }
 
 /** What acquire() waits under: its queue (one per key and limits), its longest wait, signal and transit margin. */
@@ -293,6 +304,7 @@ function holdsOf(key: KeyInput, windows: readonly Window[]) {
       key,
       windowMs: policy.window,
       ...(policy.buckets !== undefined && { buckets: policy.buckets }),
+      ...(policy.period !== undefined && { period: true }),
     }))
   if (holds.length === 0) {
     throw new OptionError('pause(key, ms)', key, 'a limiter with a rate policy: in-flight slots are not paused')

@@ -1,3 +1,4 @@
+import { checkTimeZone, PERIOD_MS, PERIOD_UNITS, type PeriodUnit } from '../common/calendar.js'
 import { type Duration, parseDuration } from '../common/duration.js'
 import { OptionError } from '../common/errors.js'
 import {
@@ -25,8 +26,15 @@ export interface FallbackOptions {
 export interface PolicyOptions {
   /** The most units admitted in any window: a positive whole number. Required, unless `concurrency` is given. */
   limit?: number
-  /** The window length: ms, or '250ms' | '10s' | '1m' | '1h' | '1d'. Required, unless `concurrency` is given. */
+  /** The window length: ms, or '250ms' | '10s' | '1m' | '1h' | '1d'. Required, unless `concurrency` or `period` is given. */
   window?: Duration
+  /**
+   * A calendar quota instead of a sliding window: a count that starts over at each local midnight ('day'), Monday
+   * ('week') or 1st ('month') in `timeZone`, or on the day a call's `anchor` names (a tenant's billing day).
+   */
+  period?: PeriodUnit
+  /** For `period`: the IANA time zone its days start in. Default 'UTC'. */
+  timeZone?: string
   /**
    * An in-flight policy instead of a rate: at most this many calls in flight per key, fleet-wide. An admission
    * takes a slot, which `limiter.release(decision)` (or the adapter, at the end of the request) gives back.
@@ -71,8 +79,12 @@ export interface Policy {
   readonly name: string
   /** The most units in a window; for an in-flight policy, its `concurrency`. */
   readonly limit: number
-  /** The window in ms; for an in-flight policy, its `slotTtlMs`. */
+  /** The window in ms; for an in-flight policy, its `slotTtlMs`; for a calendar policy, its longest period. */
   readonly window: number
+  /** Set for a calendar policy: the period its count starts over at. */
+  readonly period?: PeriodUnit
+  /** Set for a calendar policy: the zone its periods start in. */
+  readonly timeZone?: string
   /** Set for an in-flight policy: the most calls in flight per key. */
   readonly concurrency?: number
   /** Set for an in-flight policy: a slot's life in ms unless released or extended. */
@@ -95,6 +107,8 @@ export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
   name: true,
   limit: true,
   window: true,
+  period: true,
+  timeZone: true,
   concurrency: true,
   slotTtlMs: true,
   cost: true,
@@ -116,6 +130,8 @@ export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
 export const POLICY_ACCEPTS: { readonly [K in Exclude<keyof PolicyOptions, 'limit' | 'cost'>]-?: string } = {
   name: '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit',
   window: "a duration such as 60000 or '1m'",
+  period: '"day", "week" or "month"',
+  timeZone: "an IANA time zone name such as 'UTC' or 'Europe/Berlin'",
   concurrency: 'a whole number from 1 to 1000000',
   slotTtlMs: "a duration such as 60000 or '1m'",
   scope: '"route" or "tenant"',
@@ -178,11 +194,12 @@ export function checkCost(value: unknown, option: string, limit: number): number
  * buckets), so that two policies that keep windows differently never share a key, whatever their names, and
  * two versions of fleetlimit that keep a window in different formats never share one (`sl1` was a sorted set,
  * `sl2` a packed log of 10-byte entries, `sl3` is lua/sliding-log.lua's log of 9-byte entries, `if1` its sorted set
- * of in-flight slots). `~` is not
- * allowed in names, so the parts cannot run together.
+ * of in-flight slots, `pd1` its calendar period's count, with the unit and zone). `~` is not allowed in names, so
+ * the parts cannot run together.
  */
 export function policyKeyName(policy: Policy): string {
   if (policy.concurrency !== undefined) return `${policy.name}~if1-${policy.window}`
+  if (policy.period !== undefined) return `${policy.name}~pd1-${policy.period}-${policy.timeZone}`
   return policy.algorithm === 'bucketed'
     ? `${policy.name}~bw1-${policy.window}-${policy.buckets}`
     : `${policy.name}~sl3-${policy.window}`
@@ -194,7 +211,15 @@ export function policyKeyName(policy: Policy): string {
  */
 export function parsePolicyKeyName(
   keyName: string,
-): { name: string; window: number; algorithm: Algorithm; buckets?: number; inFlight?: true } | undefined {
+):
+  | { name: string; window: number; algorithm: Algorithm; buckets?: number; inFlight?: true; period?: never }
+  | { name: string; window: number; algorithm: 'sliding-log'; period: PeriodUnit; timeZone: string }
+  | undefined {
+  const period = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63})~pd1-(day|week|month)-([A-Za-z][A-Za-z0-9_+/-]*)$/.exec(keyName)
+  if (period) {
+    const [, name, unit, timeZone] = period as unknown as [string, string, PeriodUnit, string]
+    return { name, window: PERIOD_MS[unit], algorithm: 'sliding-log', period: unit, timeZone }
+  }
   const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63})~(?:sl3-(\d+)|bw1-(\d+)-(\d+)|if1-(\d+))$/.exec(keyName)
   if (!match) return undefined
   const [, name, logWindow, bucketedWindow, buckets, slotTtl] = match as unknown as [
@@ -232,11 +257,13 @@ export function resolvePolicy(options: PolicyOptions): Policy {
   if (options.slotTtlMs !== undefined)
     throw new OptionError('slotTtlMs', options.slotTtlMs, 'no slotTtlMs without `concurrency`')
   if (options.limit === undefined) throw new OptionError('limit', undefined, 'a whole number from 1 to 1000000000')
-  if (options.window === undefined) throw new OptionError('window', undefined, "a duration such as 60000 or '1m'")
+  const calendar = resolveCalendar(options)
+  if (options.window === undefined && !calendar)
+    throw new OptionError('window', undefined, "a duration such as 60000 or '1m' (or a `period` for a calendar quota)")
   const limit = checkInteger(options.limit, 'limit', 1, MAX_LIMIT)
-  const window = parseDuration(options.window, 'window')
+  const window = calendar ? PERIOD_MS[calendar.period] : parseDuration(options.window, 'window')
 
-  const name = options.name ?? `${limit}-per-${window}ms`
+  const name = options.name ?? (calendar ? `${limit}-per-${calendar.period}` : `${limit}-per-${window}ms`)
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
     throw new OptionError('name', name, '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit')
   }
@@ -270,6 +297,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     name,
     limit,
     window,
+    ...calendar,
     cost,
     scope,
     algorithm,
@@ -280,6 +308,24 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     blockFor,
     shadow,
   })
+}
+
+/**
+ * A calendar policy's period and zone, checked; undefined for a sliding window. A spread calendar policy carries
+ * its own window (its longest period): the same value is accepted.
+ */
+function resolveCalendar(options: PolicyOptions): { period: PeriodUnit; timeZone: string } | undefined {
+  if (options.period === undefined) {
+    if (options.timeZone !== undefined)
+      throw new OptionError('timeZone', options.timeZone, 'no timeZone without `period`: a window has no zone')
+    return undefined
+  }
+  const period = checkOneOf(options.period, 'period', PERIOD_UNITS)
+  if (options.window !== undefined && options.window !== PERIOD_MS[period])
+    throw new OptionError('window', options.window, 'no window beside `period`: a policy is a window or a calendar')
+  if (options.algorithm !== undefined && options.algorithm !== 'sliding-log')
+    throw new OptionError('algorithm', options.algorithm, 'no algorithm on a calendar policy: its period is a count')
+  return { period, timeZone: checkTimeZone(options.timeZone ?? 'UTC', 'timeZone') }
 }
 
 /** The longest slot life: the longest a Node timer waits. */
@@ -299,7 +345,7 @@ function resolveInFlightPolicy(options: PolicyOptions): Policy {
     throw new OptionError('window', options.window, "no window beside `concurrency`: give slotTtlMs for a slot's life")
   if (options.cost !== undefined && options.cost !== 1)
     throw new OptionError('cost', options.cost, 'no cost on an in-flight policy: a call takes one slot')
-  for (const option of ['buckets', 'fallback'] as const) {
+  for (const option of ['buckets', 'fallback', 'period', 'timeZone'] as const) {
     if (options[option] !== undefined)
       throw new OptionError(option, options[option], `no ${option} on an in-flight policy: a call takes one slot`)
   }

@@ -42,6 +42,7 @@ export class Receipted extends Stamp {
 export function refundRequestOf({ key, policy }: Window, recorded: number): RefundRequest {
   const request: Mutable<RefundRequest> = { key, windowMs: policy.window, recorded }
   if (policy.buckets !== undefined) request.buckets = policy.buckets
+  if (policy.period !== undefined) request.period = true
   return request
 }
 

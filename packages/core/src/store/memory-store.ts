@@ -142,7 +142,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
         const { requests } = plan
         const now = timeOf(at)
         const [request] = requests
-        if (requests.length > 1 || request === undefined || request.buckets !== undefined || request.slots === true)
+        if (
+          requests.length > 1 ||
+          request === undefined ||
+          request.buckets !== undefined ||
+          request.slots === true ||
+          request.period !== undefined
+        )
           return decide(requests, true, now)
         housekeep(now, 1)
         return [decideLog(request, true, now, plan)]

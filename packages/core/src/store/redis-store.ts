@@ -14,12 +14,14 @@ import {
   extendCall,
   freeCall,
   leaseCall,
+  PERIOD_WINDOW,
   readSettle,
   readSlidingLog,
   releaseCall,
   replyBody,
   setDeadline,
   settleCall,
+  startsValid,
   unexpectedReply,
   windowsCall,
 } from './sliding-log-call.js'
@@ -170,7 +172,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     if (first === undefined) return { outcome: 'expired', used: [] }
     const keys = requests.map((request) => `${prefix}:${request.key}`)
     keys.push(markerKey(keys[0] as string, id))
-    const entries = requests.map(({ recorded, windowMs, delta }) => ({ recordedUs: recorded, windowMs, delta }))
+    const entries = requests.map((r) => ({ recordedUs: r.recorded, windowMs: scriptWindow(r), delta: r.delta }))
     const bytes = settleCall([...entries, { recordedUs: 0, windowMs: 0, delta: 0 }])
     const call = async (deadlineUs: number) => {
       setDeadline(bytes, deadlineUs)
@@ -223,9 +225,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
         return refundOf(reply.marked ? ALREADY_REFUNDED : reply.status > 0 ? 1 : 0, reply.status)
       }
       keys.push(markerKey(keys[0] as string, id))
-      // The marker's entry is (0, 0): no window is 0 ms long.
-      const entries = requests.map((r) => ({ recordedUs: r.recorded, windowMs: r.windowMs, units: r.units ?? units }))
-      const bytes = releaseCall(units, [...entries, { recordedUs: 0, windowMs: 0 }])
+      const bytes = refundCall(requests, units)
       const reply = await runBefore(slidingLog(keys, bytes, 0), first.key, deadline)
       return refundOf(reply.status, reply.units)
     },
@@ -240,7 +240,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
         const bytes = windowsCall(
           'z',
           ms,
-          requests.map(({ windowMs }) => ({ limit: 0, windowMs })),
+          requests.map((r) => ({ limit: 0, windowMs: scriptWindow(r) })),
         )
         readSlidingLog(await batcher.run(keys, bytes, 0), 0)
       }
@@ -289,25 +289,54 @@ function withPlans(
   const planOf = (requests: readonly WindowRequest[]): RedisPlan => {
     const [first] = requests
     const bucketed = requests.length === 1 && first?.buckets !== undefined
-    return { requests, keys: keysOf(requests), bytes: bucketed ? undefined : costWindowsCall('consume', requests) }
+    const now = Date.now()
+    return {
+      requests,
+      keys: keysOf(requests),
+      bytes: bucketed ? undefined : costWindowsCall('consume', requests, now),
+      ...startsValid(requests, now),
+    }
   }
   return Object.defineProperties(store, {
     plan: { value: planOf },
     decide: {
-      value: (plan: RedisPlan, deadline?: Deadline) =>
-        decide(plan.requests, 'consume', deadline, plan.keys, plan.bytes),
+      value(plan: RedisPlan, deadline?: Deadline) {
+        if (plan.until !== Number.POSITIVE_INFINITY) {
+          // A calendar window's bytes name the periods around the caller's now: made again once it left them.
+          const now = Date.now()
+          if (now >= plan.until || now < plan.from) {
+            plan.bytes = costWindowsCall('consume', plan.requests, now)
+            Object.assign(plan, startsValid(plan.requests, now))
+          }
+        }
+        return decide(plan.requests, 'consume', deadline, plan.keys, plan.bytes)
+      },
     },
   })
 }
 
 /**
  * A redisStore's plan of a key's calls: its requests, their keys with the prefix, and the bytes of a consume of
- * lua/sliding-log.lua (with no deadline yet), when the script is that one.
+ * lua/sliding-log.lua (with no deadline yet), when the script is that one; with calendar windows, the caller's
+ * time span (ms) in which those bytes name the current period.
  */
 interface RedisPlan extends StorePlan {
   readonly keys: string[]
-  readonly bytes: Buffer | undefined
+  bytes: Buffer | undefined
+  from: number
+  until: number
 }
+
+/** A window as a release, settle or hold of lua/sliding-log.lua names it: a calendar period's as -1. */
+const scriptWindow = (r: { readonly windowMs: number; readonly period?: boolean | undefined }) =>
+  r.period ? PERIOD_WINDOW : r.windowMs
+
+/** A refund's release call: each window's entry, then its marker's, (0, 0): no window is 0 ms long. */
+const refundCall = (requests: readonly RefundRequest[], units: number) =>
+  releaseCall(units, [
+    ...requests.map((r) => ({ recordedUs: r.recorded, windowMs: scriptWindow(r), units: r.units ?? units })),
+    { recordedUs: 0, windowMs: 0 },
+  ])
 
 /** lua/bucketed.lua's reply: its five numbers. */
 export function numbers(reply: unknown, script: LuaScript): number[] {

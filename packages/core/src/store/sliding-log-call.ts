@@ -1,3 +1,4 @@
+import { type Calendar, periodStarts } from '../common/calendar.js'
 import { StoreError } from '../common/errors.js'
 import type { LuaScript } from './script-runner.js'
 import { slidingLogScript } from './scripts.generated.js'
@@ -23,13 +24,19 @@ export interface LogWindow {
 export interface CostWindow extends LogWindow {
   readonly cost: number
   readonly slots?: boolean
+  /** A calendar period's count: the call names the starts around the caller's now (see the script's Periods). */
+  readonly period?: Calendar
 }
 
 const CALL = 19 // '>Hc1dd': the call's length in bytes, op, units, deadline
 const WINDOW = 25 // '>dddB': limit, window, block, shadow
 const COST_WINDOW = 33 // '>ddddB': limit, window, block, units, flags
+const PERIOD_STARTS = 32 // '>dddd': after a period window, its four starts
 const SHADOW = 1
 const SLOTS = 2
+const PERIOD = 4
+/** A window's length as a release, settle or hold names it: -1 for a calendar period's count. */
+export const PERIOD_WINDOW = -1
 const DEADLINE_AT = 11
 // A call's length is its first two bytes: the script finds the next call of a run by it.
 const MAX_CALL = 0xffff
@@ -68,28 +75,53 @@ export function windowsCall(op: 'c' | 'p' | 'z', units: number, windows: readonl
  * A consume or peek of windows that may differ in cost, or hold slots: 'c'/'p' (what the script's fast path takes)
  * when they do not, and otherwise 'C'/'P', whose `units` is the largest cost (a slot counts one).
  */
-export function costWindowsCall(mode: 'consume' | 'peek', windows: readonly CostWindow[]): Buffer {
+export function costWindowsCall(mode: 'consume' | 'peek', windows: readonly CostWindow[], now = Date.now()): Buffer {
   const [first] = windows
   const cost = first?.cost ?? 0
-  if (windows.every((window) => window.cost === cost && window.slots !== true)) {
+  if (windows.every((window) => window.cost === cost && window.slots !== true && window.period === undefined)) {
     return windowsCall(mode === 'consume' ? 'c' : 'p', cost, windows)
   }
   const costOf = (window: CostWindow) => (window.slots ? 1 : window.cost)
+  const periods = windows.filter((window) => window.period !== undefined).length
   const bytes = call(
     mode === 'consume' ? 'C' : 'P',
     Math.max(...windows.map(costOf)),
-    CALL + COST_WINDOW * windows.length,
+    CALL + COST_WINDOW * windows.length + PERIOD_STARTS * periods,
   )
   const several = windows.length > 1
-  for (const [i, window] of windows.entries()) {
-    const at = CALL + COST_WINDOW * i
+  let at = CALL
+  for (const window of windows) {
     bytes.writeDoubleBE(window.limit, at)
     bytes.writeDoubleBE(window.windowMs, at + 8)
     bytes.writeDoubleBE(window.blockMs ?? 0, at + 16)
     bytes.writeDoubleBE(costOf(window), at + 24)
-    bytes.writeUInt8((several && window.shadow ? SHADOW : 0) | (window.slots ? SLOTS : 0), at + 32)
+    const flags = (several && window.shadow ? SHADOW : 0) | (window.slots ? SLOTS : 0)
+    bytes.writeUInt8(flags | (window.period ? PERIOD : 0), at + 32)
+    at += COST_WINDOW
+    if (window.period) {
+      for (const start of periodStarts(window.period, now)) {
+        bytes.writeDoubleBE(start, at)
+        at += 8
+      }
+    }
   }
   return bytes
+}
+
+/**
+ * Until when (caller's clock, ms) a call's bytes name the right period starts, from when: the current period of its
+ * calendar windows by the caller's clock (for ever when it has none).
+ */
+export function startsValid(windows: readonly CostWindow[], now = Date.now()): { from: number; until: number } {
+  let from = Number.NEGATIVE_INFINITY
+  let until = Number.POSITIVE_INFINITY
+  for (const { period } of windows) {
+    if (period === undefined) continue
+    const starts = periodStarts(period, now)
+    from = Math.max(from, starts[1])
+    until = Math.min(until, starts[2])
+  }
+  return { from, until }
 }
 
 /** A slot to free or extend: its id (a store's SlotRequest is one). */

@@ -1,3 +1,4 @@
+import type { Calendar } from '../common/calendar.js'
 import { describe } from '../common/errors.js'
 import type { Deadline } from './guarded-call.js'
 
@@ -30,6 +31,12 @@ export interface WindowRequest {
    * expires; `resetMs` until the last one does.
    */
   readonly slots?: boolean
+  /**
+   * A calendar window: a count that starts over at each period's start (common/calendar.ts's periodAt, by the
+   * store's clock), in place of a sliding window (`windowMs` is then the longest period). A denial waits, and
+   * `resetMs` counts, until the next period starts. Its key holds the period's start and count, whatever the limit.
+   */
+  readonly period?: Calendar
 }
 
 /** A slot of an in-flight window to free or extend: the window's key and the slot's id (a result's `recorded`). */
@@ -47,6 +54,8 @@ export interface SettleRequest {
   readonly windowMs: number
   readonly recorded: number
   readonly delta: number
+  /** The window is a calendar period's count: the admission's units are moved if its period is still current. */
+  readonly period?: boolean
 }
 
 /**
@@ -69,6 +78,8 @@ export interface RefundRequest {
   readonly recorded: number
   /** The units the admission recorded in this window, when not the refund's `units` (a cost per window). */
   readonly units?: number
+  /** The window is a calendar period's count: the units are taken back if their period is still current. */
+  readonly period?: boolean
 }
 
 /**
@@ -86,6 +97,8 @@ export interface HoldRequest {
   readonly key: string
   readonly windowMs: number
   readonly buckets?: number
+  /** The key is a calendar period's count. */
+  readonly period?: boolean
 }
 
 /** A store's answer for one window, in the scripts' terms. */

@@ -1,6 +1,8 @@
 // The memory store's decisions: a consume or a peek of one window or several, as the Redis scripts decide them.
+import { periodAt } from '../../common/calendar.js'
 import { StoreError } from '../../common/errors.js'
 import type { Bucketed } from '../bucketed.js'
+import type { PeriodCount } from '../period-count.js'
 import type { SlidingLog } from '../sliding-log.js'
 import type { WindowRequest, WindowResult } from '../store.js'
 import { type Holds, held } from './holds.js'
@@ -71,7 +73,8 @@ export function createDecisions(
       }
       return [result]
     }
-    if (requests.length === 1 && only !== undefined && only.slots !== true) return [decideLog(only, record, now)]
+    if (requests.length === 1 && only !== undefined && only.slots !== true && only.period === undefined)
+      return [decideLog(only, record, now)]
     if (requests.some((request) => request.buckets !== undefined && request.slots !== true)) {
       throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
     }
@@ -82,21 +85,34 @@ export function createDecisions(
       if (entry.slots) {
         const used = entry.slots.held(now)
         const room = used < request.limit
-        return { request, entry, used, room, until: 0, allowed: room }
+        return { request, entry, used, room, until: 0, allowed: room, period: undefined }
       }
-      const used = (entry.log as SlidingLog).used(now, request.windowMs)
+      // A calendar window: the period that holds now, by this store's clock.
+      const period = request.period && periodAt(request.period, now)
+      const used = period
+        ? (entry.period as PeriodCount).used(period)
+        : (entry.log as SlidingLog).used(now, request.windowMs)
       const room = used + request.cost <= request.limit
       const until = heldUntil(request.key, now)
-      return { request, entry, used, room, until, allowed: room && until === 0 }
+      return { request, entry, used, room, until, allowed: room && until === 0, period }
     })
     // Shadow windows do not decide the call; each records what it would have admitted.
     const admitted = record && windows.every((w) => w.allowed || (several && w.request.shadow))
-    const results = windows.map(({ request, entry, used, room, until, allowed }) => {
+    const results = windows.map(({ request, entry, used, room, until, allowed, period }) => {
       const recorded = admitted && allowed
       if (entry.slots) return slotResult(entry.slots, request, used, recorded, now)
-      const log = entry.log as SlidingLog
-      const at = recorded ? log.add(now, request.cost) : undefined
-      const result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
+      let at: number | undefined
+      let result: WindowResult
+      if (period) {
+        // Units in a period are stamped with their admission's time: a refund finds their period by it.
+        if (recorded) (entry.period as PeriodCount).add(period, request.cost)
+        at = recorded ? now : undefined
+        result = (entry.period as PeriodCount).result(now, period, request.limit, request.cost, used, recorded)
+      } else {
+        const log = entry.log as SlidingLog
+        at = recorded ? log.add(now, request.cost) : undefined
+        result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
+      }
       if (until) return held(result, until, now, record)
       if (record && !room) return blocked(request, result, now)
       return at === undefined ? result : { ...result, recorded: at }

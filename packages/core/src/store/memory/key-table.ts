@@ -1,33 +1,65 @@
 // The memory store's key table: each key's window entry, found or made for a call (all or none), and dropped.
 import { describe, StoreError } from '../../common/errors.js'
 import { Bucketed } from '../bucketed.js'
+import { PeriodCount } from '../period-count.js'
 import { SlidingLog } from '../sliding-log.js'
 import { SlotSet } from '../slot-set.js'
 import type { LeaseRequest, WindowRequest } from '../store.js'
 
 /** A key's window: which algorithm made it is fixed for its life, as a Redis key's type is. */
 export type Entry =
-  | { readonly log: SlidingLog; readonly counter?: never; readonly slots?: never; windowMs: number; dropped: boolean }
+  | {
+      readonly log: SlidingLog
+      readonly counter?: never
+      readonly slots?: never
+      readonly period?: never
+      windowMs: number
+      dropped: boolean
+    }
   | {
       readonly counter: Bucketed
       readonly log?: never
       readonly slots?: never
+      readonly period?: never
       windowMs: number
       buckets: number
       dropped: boolean
     }
-  | { readonly slots: SlotSet; readonly log?: never; readonly counter?: never; windowMs: number; dropped: boolean }
+  | {
+      readonly slots: SlotSet
+      readonly log?: never
+      readonly counter?: never
+      readonly period?: never
+      windowMs: number
+      dropped: boolean
+    }
+  | {
+      readonly period: PeriodCount
+      readonly log?: never
+      readonly counter?: never
+      readonly slots?: never
+      windowMs: number
+      dropped: boolean
+    }
 
 /** Which kind of window an entry holds, or a request asks for. */
-type Kind = 'log' | 'bucketed' | 'slots'
-const kindOf = (entry: Entry): Kind => (entry.log ? 'log' : entry.counter ? 'bucketed' : 'slots')
-const KIND_NAMES: Record<Kind, string> = { log: 'a sliding-log', bucketed: 'a bucketed', slots: 'an in-flight' }
+type Kind = 'log' | 'bucketed' | 'slots' | 'period'
+const kindOf = (entry: Entry): Kind =>
+  entry.log ? 'log' : entry.counter ? 'bucketed' : entry.slots ? 'slots' : 'period'
+const KIND_NAMES: Record<Kind, string> = {
+  log: 'a sliding-log',
+  bucketed: 'a bucketed',
+  slots: 'an in-flight',
+  period: 'a calendar',
+}
 const kindAsked = (request: WindowRequest | LeaseRequest): Kind =>
   'slots' in request && request.slots === true
     ? 'slots'
-    : 'buckets' in request && request.buckets !== undefined
-      ? 'bucketed'
-      : 'log'
+    : 'period' in request && request.period !== undefined
+      ? 'period'
+      : 'buckets' in request && request.buckets !== undefined
+        ? 'bucketed'
+        : 'log'
 
 /**
  * A caller's holder for one key's entry, kept between its calls on that key (a memory store's plan, see Store.plan): the entry is
@@ -42,7 +74,9 @@ export const isIdle = (entry: Entry, now: number) =>
     ? entry.log.isEmpty(now, entry.windowMs)
     : entry.counter
       ? entry.counter.isEmpty(now, entry.windowMs, entry.buckets)
-      : entry.slots.isEmpty(now)
+      : entry.slots
+        ? entry.slots.isEmpty(now)
+        : entry.period.isEmpty(now)
 
 export const otherAlgorithm = (key: string, entry: Entry) =>
   new StoreError(
@@ -106,12 +140,15 @@ export function createKeyTable(maxKeys: number): KeyTable {
       let entry = found[i]
       if (entry === undefined) {
         const kind = kindAsked(request)
+        const { windowMs } = request
         entry =
           kind === 'log'
-            ? { log: new SlidingLog(), windowMs: request.windowMs, dropped: !create }
+            ? { log: new SlidingLog(), windowMs, dropped: !create }
             : kind === 'slots'
-              ? { slots: new SlotSet(), windowMs: request.windowMs, dropped: !create }
-              : { counter: new Bucketed(), windowMs: request.windowMs, buckets: buckets as number, dropped: !create }
+              ? { slots: new SlotSet(), windowMs, dropped: !create }
+              : kind === 'period'
+                ? { period: new PeriodCount(), windowMs, dropped: !create }
+                : { counter: new Bucketed(), windowMs, buckets: buckets as number, dropped: !create }
         // A peek of an unknown key decides on a detached empty entry: it records nothing, so it needs no room.
         if (create) entries.set(request.key, entry)
       }

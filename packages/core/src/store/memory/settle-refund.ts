@@ -28,25 +28,36 @@ export function createSettleRefund(table: KeyTable, clock: () => number): Settle
   function settle(requests: readonly SettleRequest[], id: string): StoreSettle {
     const now = clock()
     // A key of another kind fails the call, as a Redis key of another type does.
-    const logs = requests.map(({ key }) => {
+    const found = requests.map(({ key, period }) => {
       const entry = entries.get(key)
-      if (entry !== undefined && entry.log === undefined) throw otherAlgorithm(key, entry)
-      return entry?.log
+      if (entry !== undefined && (period ? entry.period : entry.log) === undefined) throw otherAlgorithm(key, entry)
+      return entry
     })
-    // Each log's entries that have left the window dropped first, so that `has` finds live entries only.
-    const usedNow = () => requests.map(({ windowMs }, i) => logs[i]?.used(now, windowMs) ?? 0)
+    const logs = found.map((entry) => entry?.log)
+    const periods = found.map((entry) => entry?.period)
+    // Each log's entries that have left the window dropped first, so that `has` finds live entries only; a period's
+    // count counts until its end.
+    const usedNow = () =>
+      requests.map(({ windowMs }, i) => {
+        const period = periods[i]
+        return period ? (now < period.end ? period.count : 0) : (logs[i]?.used(now, windowMs) ?? 0)
+      })
     const before = usedNow()
     const marker = markerOf(id, now)
     if (marker) return { outcome: marker.moved ? 'already-settled' : 'refunded', used: before }
-    const holding = requests.map(({ recorded }, i) => logs[i]?.has(recorded) === true)
+    const holding = requests.map(
+      ({ recorded }, i) => periods[i]?.holds(recorded, now) === true || logs[i]?.has(recorded) === true,
+    )
     if (requests.some(({ recorded }, i) => holding[i] && logs[i]?.tooDeep(recorded))) {
       return { outcome: 'too-deep', used: before }
     }
     if (!holding.includes(true)) return { outcome: 'expired', used: before }
     let until = now
     const moved = requests.map(({ recorded, windowMs, delta }, i) => {
-      until = Math.max(until, recorded + windowMs)
-      return holding[i] ? (logs[i]?.adjust(recorded, delta) ?? 0) : 0
+      const period = periods[i]
+      until = Math.max(until, period ? period.end : recorded + windowMs)
+      if (!holding[i]) return 0
+      return period ? period.adjust(recorded, delta, now) : (logs[i]?.adjust(recorded, delta) ?? 0)
     })
     markers.set(id, { until, moved })
     return { outcome: 'settled', used: usedNow() }
@@ -63,7 +74,7 @@ export function createSettleRefund(table: KeyTable, clock: () => number): Settle
     const marker = markerOf(id, now)
     if (marker && !marker.moved) return { units: 0, outcome: 'already-refunded' }
     const live = (r: RefundRequest) => r.recorded > now - r.windowMs
-    if (requests.some((r) => live(r) && entries.get(r.key)?.log?.tooDeep(r.recorded))) {
+    if (requests.some((r) => !r.period && live(r) && entries.get(r.key)?.log?.tooDeep(r.recorded))) {
       return { units: 0, outcome: 'too-deep' }
     }
     let most = 0
@@ -74,13 +85,17 @@ export function createSettleRefund(table: KeyTable, clock: () => number): Settle
       // The admission's units, and what its settle moved (the marker says), never less than none.
       const count = Math.max(0, (request.units ?? units) + (marker?.moved?.[i] ?? 0))
       let removed = 0
-      if (entry?.log && live(request)) removed = entry.log.remove(recorded, count)
+      if (request.period) {
+        // A period's count gives back units of its own period only; they count until it ends.
+        removed = -(entry?.period?.adjust(recorded, -count, now) ?? 0)
+        until = Math.max(until, entry?.period?.end ?? 0)
+      } else if (entry?.log && live(request)) removed = entry.log.remove(recorded, count)
       else if (entry?.counter && buckets !== undefined) {
         removed = entry.counter.remove(now, recorded, count, windowMs, buckets)
       }
       most = Math.max(most, removed)
       // Past any unit's exit, a bucket's included (a bucket is at most a window wide).
-      until = Math.max(until, recorded + (buckets === undefined ? 1 : 2) * windowMs)
+      if (!request.period) until = Math.max(until, recorded + (buckets === undefined ? 1 : 2) * windowMs)
     }
     if (most === 0) return { units: 0, outcome: 'expired' }
     markers.set(id, { until })
