@@ -165,6 +165,14 @@ describe('a reset or pause in one limiter reaches every local tier on the store'
           const store = redisStore(tested.client, { prefix })
           const limiter = createRateLimiter({ store, ...policy })
           const changes = watchChanges(store)
+          // The subscriber finds out what connection it listens on as it starts: a restart before then looks to
+          // it like its first connection. Freed slots share that subscriber and say when it is confirmed.
+          let onConfirmed = () => {}
+          const confirmed = new Promise<void>((resolve) => (onConfirmed = resolve))
+          // Held weakly by the store: used again below, so kept alive until the test ends.
+          const slotListener = () => onConfirmed()
+          store.onSlotFree?.(slotListener)
+          await confirmed
           await deniedAndCached(limiter, 'k')
           await server.stop()
           const missed = changes.next()
@@ -173,6 +181,7 @@ describe('a reset or pause in one limiter reaches every local tier on the store'
           await Promise.all([missed, ready])
           expect(changes.seen).to.deep.equal([undefined])
           expect(await limiter.consume('k')).to.include({ allowed: true, source: 'store' })
+          onConfirmed = slotListener
         } finally {
           await tested.close()
           await restarted.stop()
