@@ -103,12 +103,36 @@ describe('cli/args: parseCommand', () => {
   })
 })
 
+describe('cli/args: a calendar policy', () => {
+  it('reads --period and --time-zone as the policy, --anchor as peek’s', () => {
+    const argv = ['peek', 'acme', '--policy', 'plan', '--period', 'month', '--time-zone', 'Europe/Berlin']
+    expect(parseCommand([...argv, '--anchor', '15'], {})).to.deep.include({
+      policy: { name: 'plan', period: 'month', timeZone: 'Europe/Berlin' },
+      anchor: 15,
+    })
+    expect(parseCommand(['keys', '--policy', 'plan', '--period', 'day'], {})).to.deep.include({
+      policy: { name: 'plan', period: 'day' },
+    })
+  })
+
+  it('refuses --anchor on any command but peek, and one that is no whole number', () => {
+    expect(usageError(['reset', 'acme', '--period', 'month', '--anchor', '15'])).to.deep.equal({
+      message: '--anchor is for peek only (fleetlimit --help)',
+      exitCode: 2,
+    })
+    expect(usageError(['peek', 'acme', '--period', 'month', '--anchor', '0'])).to.deep.equal({
+      message: '--anchor "0": a positive whole number (fleetlimit --help)',
+      exitCode: 2,
+    })
+  })
+})
+
 describe('cli/args: USAGE', () => {
   it('gives examples that parse as written, and the exit codes', () => {
     const examples = USAGE.split('\n')
       .filter((line) => line.startsWith('  fleetlimit '))
       .map((line) => [...line.slice('  fleetlimit '.length).matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]))
-    expect(examples.map((argv) => argv[0])).to.deep.equal(['keys', 'peek', 'reset', 'pause', 'reset'])
+    expect(examples.map((argv) => argv[0])).to.deep.equal(['keys', 'peek', 'reset', 'pause', 'reset', 'peek'])
     for (const argv of examples) expect(parseCommand(argv as string[], {})).to.be.an('object')
     expect(USAGE).to.include('Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake')
   })

@@ -323,6 +323,124 @@ describe('the fleetlimit command line, on a real Redis', function () {
     })
   })
 
+  describe('a calendar policy (3 a day in Pacific/Auckland), 2 used', () => {
+    let calendarClient: Redis
+    let quota: RateLimiter
+    const daily = ['--policy', 'quota', '--period', 'day', '--time-zone', 'Pacific/Auckland']
+    const key = () => `${prefix}:quota~pd1-day-Pacific/Auckland:{acme}`
+
+    beforeEach(async () => {
+      calendarClient = redisClient()
+      quota = createRateLimiter({
+        store: redisStore(calendarClient, { prefix }),
+        name: 'quota',
+        limit: 3,
+        period: 'day',
+        timeZone: 'Pacific/Auckland',
+        logger: quiet,
+      })
+      for (let i = 0; i < 2; i++) expect((await quota.consume('acme')).allowed).to.equal(true)
+    })
+    afterEach(() => calendarClient.disconnect())
+
+    it('keys lists its count, its period’s start and its reset in Auckland time, beside the windows', async () => {
+      const { start, reset } = localDay('Pacific/Auckland', Date.now())
+      const run = await runCli(['keys', '--json', ...target])
+      expect(run.stderr).to.equal('')
+      const { keys } = JSON.parse(run.stdout) as { keys: Record<string, unknown>[] }
+      const row = keys.find((listed) => listed.key === key()) as Record<string, unknown>
+      expect(row).to.deep.include({
+        policy: { name: 'quota', period: 'day', timeZone: 'Pacific/Auckland' },
+        tenant: 'acme',
+        used: 2,
+        pausedMs: 0,
+        periodStart: start,
+        resetAt: reset,
+      })
+      expect(row.resetMs).to.be.within(1, 25 * 3_600_000)
+
+      const human = (await runCli(['keys', ...target])).stdout.trimEnd().split('\n')
+      expect(human[0]).to.equal('USED  EMPTIES IN  PAUSED  PERIOD START               RESETS AT                  KEY')
+      expect(human[3]).to.match(
+        new RegExp(`^2 {5}\\d+\\.\\d s *- {7}${literal(start)}  ${literal(reset)}  ${literal(key())}$`),
+      )
+      // A window's key has no period: dashes in its columns.
+      expect(human[1]).to.match(new RegExp(`^3 {5}\\d+\\.\\d s *- {7}- {26}- {26}${literal(acme())}$`))
+      const named = await runCli(['keys', ...daily, '--limit', '3', ...target])
+      expect(named.stdout.trimEnd().split('\n')[1]).to.match(
+        new RegExp(`^2 of 3  \\d+\\.\\d s *- {7}${literal(start)}  ${literal(reset)}  ${literal(key())}$`),
+      )
+    })
+
+    it('peek shows the count of the limit, the period’s start and its reset in Auckland time', async () => {
+      const { start, reset } = localDay('Pacific/Auckland', Date.now())
+      const run = await runCli(['peek', 'acme', ...daily, '--limit', '3', ...target])
+      expect(run.stderr).to.equal('')
+      const lines = run.stdout.trimEnd().split('\n')
+      expect(lines.slice(0, 4)).to.deep.equal([
+        `key        ${key()}`,
+        'policy     quota, per day in Pacific/Auckland, limit 3',
+        'used       2 of 3 (1 remaining)',
+        `period     day from ${start}`,
+      ])
+      expect(lines[4]).to.match(new RegExp(`^resets {5}at ${literal(reset)}, in \\d+\\.\\d s$`))
+      expect(lines.slice(5)).to.deep.equal(['paused     no', 'next call  admitted'])
+
+      const json = JSON.parse((await runCli(['peek', 'acme', ...daily, '--limit', '3', '--json', ...target])).stdout)
+      expect(json).to.deep.include({
+        command: 'peek',
+        key: key(),
+        policy: { name: 'quota', period: 'day', timeZone: 'Pacific/Auckland', limit: 3 },
+        used: 2,
+        pausedMs: 0,
+        periodStart: start,
+        resetAt: reset,
+        remaining: 1,
+        allowed: true,
+        retryAfterMs: 0,
+      })
+    })
+
+    it('a paused calendar key shows held; resume and reset forget its count', async () => {
+      const paused = await runCli(['pause', 'acme', ...daily, '--for', '10m', ...target])
+      expect(paused.stdout).to.match(new RegExp(`^paused ${literal(key())}: every call denied for \\d+\\.\\d s`))
+      expect((await quota.consume('acme')).allowed).to.equal(false)
+      const { keys } = JSON.parse((await runCli(['keys', ...daily, '--json', ...target])).stdout) as {
+        keys: { used: number; pausedMs: number }[]
+      }
+      expect(keys.map(({ used }) => used)).to.deep.equal([2])
+      expect(keys[0]?.pausedMs).to.be.within(1, 600_000)
+      const peek = (await runCli(['peek', 'acme', ...daily, '--limit', '3', ...target])).stdout.trimEnd().split('\n')
+      expect(peek[5]).to.match(/^paused {5}for \d+\.\d s more$/)
+      expect(peek[6]).to.match(/^next call {2}denied, retry in \d+\.\d s$/)
+
+      const resumed = await runCli(['resume', 'acme', ...daily, ...target])
+      expect(resumed.stdout).to.match(/the pause \(\d+\.\d s left\) ended, and 2 units forgotten\n$/)
+      expect((await quota.consume('acme')).allowed).to.equal(true)
+      const reset = await runCli(['reset', 'acme', ...daily, ...target])
+      expect(reset.stdout).to.equal(`reset ${key()}: 1 unit forgotten; every process asks Redis again\n`)
+      for (let i = 0; i < 3; i++) expect((await quota.consume('acme')).allowed).to.equal(true)
+    })
+
+    it('peek --anchor of a monthly key: the period by the tenant’s billing day', async () => {
+      const plan = createRateLimiter({
+        store: redisStore(calendarClient, { prefix }),
+        ...{ name: 'plan', limit: 5, period: 'month', timeZone: 'Europe/Berlin' },
+        logger: quiet,
+      })
+      await plan.consume('acme', { anchor: 31 })
+      const monthly = ['--policy', 'plan', '--period', 'month', '--time-zone', 'Europe/Berlin', '--limit', '5']
+      const json = JSON.parse(
+        (await runCli(['peek', 'acme', ...monthly, '--anchor', '31', '--json', ...target])).stdout,
+      )
+      const { start, reset } = localMonth('Europe/Berlin', Date.now(), 31)
+      expect(json).to.deep.include({ used: 1, remaining: 4, periodStart: start, resetAt: reset })
+      // An empty key's period is the one --anchor names.
+      const empty = await runCli(['peek', 'globex', ...monthly, '--anchor', '31', '--json', ...target])
+      expect(JSON.parse(empty.stdout)).to.deep.include({ used: 0, remaining: 5, periodStart: start, resetAt: reset })
+    })
+  })
+
   describe('one line on stderr and a non-zero exit for what an operator gets wrong', () => {
     it('no command: the help on stderr and exit 2; --help: the help on stdout and exit 0', async () => {
       expect(await runCli([])).to.deep.equal({ code: 2, stdout: '', stderr: `${USAGE}\n` })
@@ -470,6 +588,12 @@ describe('the fleetlimit command line on a read-only replica', function () {
     for (let i = 0; i < 7; i++) await bulk.consume('acme')
     const parallel = createRateLimiter({ store, name: 'par', concurrency: 3, logger: quiet })
     for (let i = 0; i < 2; i++) await parallel.consume('acme')
+    const quota = createRateLimiter({
+      store,
+      ...{ name: 'quota', limit: 3, period: 'day', timeZone: 'Pacific/Auckland' },
+      logger: quiet,
+    })
+    for (let i = 0; i < 2; i++) await quota.consume('acme')
     // Returns once the replica has acknowledged every write before it (0: no timeout), whenever its sync ends.
     expect(await client.call('WAIT', '1', '0')).to.equal(1)
     const target = ['--redis', replica.url, '--prefix', prefix]
@@ -481,6 +605,7 @@ describe('the fleetlimit command line on a read-only replica', function () {
       { key: 'replica:api~sl3-60000:{acme}:*', used: 3, pausedMs: 0 },
       { key: 'replica:bulk~bw1-3600000-12:{acme}', used: 7, pausedMs: 0 },
       { key: 'replica:par~if1-60000:{acme}', used: 2, pausedMs: 0 },
+      { key: 'replica:quota~pd1-day-Pacific/Auckland:{acme}', used: 2, pausedMs: 0 },
     ])
 
     const peek = await runCli([
@@ -508,6 +633,15 @@ describe('the fleetlimit command line on a read-only replica', function () {
     const peekBulk = await runCli(['peek', 'acme', ...bucketed, '--limit', '50', '--json', ...target])
     expect(peekBulk.stderr).to.equal('')
     expect(JSON.parse(peekBulk.stdout)).to.deep.include({ used: 7, remaining: 43, allowed: true, pausedMs: 0 })
+    const daily = ['--policy', 'quota', '--period', 'day', '--time-zone', 'Pacific/Auckland', '--limit', '3']
+    const peekQuota = await runCli(['peek', 'acme', ...daily, '--json', ...target])
+    expect(peekQuota.stderr).to.equal('')
+    expect(JSON.parse(peekQuota.stdout)).to.deep.include({
+      used: 2,
+      remaining: 1,
+      allowed: true,
+      periodStart: localDay('Pacific/Auckland', Date.now()).start,
+    })
 
     // A write is refused there, saying where to send it.
     expect(
@@ -521,3 +655,46 @@ describe('the fleetlimit command line on a read-only replica', function () {
 })
 
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/** An instant's offset in `zone`, as ISO 8601 writes it ('+13:00'), read from Intl. */
+function offsetOf(zone: string, at: number): string {
+  const name = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' })
+    .formatToParts(at)
+    .find((part) => part.type === 'timeZoneName')?.value
+  return name === 'GMT' ? '+00:00' : (name as string).slice(3)
+}
+
+/** Local midnight of a date ('YYYY-MM-DD') in `zone`, as ISO 8601 with its offset (no gap at midnight assumed). */
+function midnight(zone: string, date: string): string {
+  const wall = Date.parse(`${date}T00:00:00Z`)
+  const minutes = (offset: string) =>
+    (offset[0] === '-' ? -1 : 1) * (Number(offset.slice(1, 3)) * 60 + Number(offset.slice(4)))
+  let offset = offsetOf(zone, wall)
+  // The offset at the local midnight itself: one correction settles it unless it falls in a change.
+  offset = offsetOf(zone, wall - minutes(offset) * 60_000)
+  return `${date}T00:00:00${offset}`
+}
+
+/** The day that holds `at` in `zone`: its start and the next day's, as fleetlimit prints them. */
+function localDay(zone: string, at: number) {
+  const date = new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(at)
+  const next = new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10)
+  return { start: midnight(zone, date), reset: midnight(zone, next) }
+}
+
+/** The month (from day `anchor`, clamped to the month's days) that holds `at` in `zone`: its start and the next's. */
+function localMonth(zone: string, at: number, anchor: number) {
+  const [year, month, day] = new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(at).split('-').map(Number)
+  const startOf = (y: number, m: number) => {
+    const days = new Date(Date.UTC(y, m, 0)).getUTCDate()
+    return new Date(Date.UTC(y, m - 1, Math.min(anchor, days))).toISOString().slice(0, 10)
+  }
+  const y = year as number
+  const m = month as number
+  const here = startOf(y, m)
+  const [from, to] =
+    (day as number) >= Number(here.slice(8))
+      ? [here, startOf(y + Math.floor(m / 12), (m % 12) + 1)]
+      : [startOf(m === 1 ? y - 1 : y, m === 1 ? 12 : m - 1), here]
+  return { start: midnight(zone, from), reset: midnight(zone, to) }
+}

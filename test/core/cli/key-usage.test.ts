@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { isEmpty, usageOf, windowOf } from '../../../packages/core/src/cli/key-usage.js'
+import { isEmpty, nextOfPeriod, periodUsageOf, usageOf, windowOf } from '../../../packages/core/src/cli/key-usage.js'
 import type { ReadWindow } from '../../../packages/core/src/cli/read-window.js'
 import { MAX_LIMIT } from '../../../packages/core/src/limiter/policy.js'
 import type { WindowRequest, WindowResult } from '../../../packages/core/src/store/store.js'
@@ -70,5 +70,68 @@ describe('cli/key-usage', () => {
     expect(usage).to.deep.equal({ used: 0, resetMs: 0, pausedMs: 0, nextSlotEndMs: 0 })
     expect(isEmpty(usage)).to.equal(true)
     expect(limits).to.deep.equal([MAX_LIMIT])
+  })
+})
+
+/** A calendar key's value: its period's start and end, its count and its hold, in ms (stored as µs). */
+function periodValue(start: number, end: number, count: number, hold = 0): Buffer {
+  const value = Buffer.alloc(32)
+  for (const [i, n] of [start * 1000, end * 1000, count, hold * 1000].entries()) value.writeDoubleBE(n, i * 8)
+  return value
+}
+
+describe('cli/key-usage: a calendar key', () => {
+  // Auckland's day of 2026-12-07 (+13:00): from 2026-12-06T11:00Z to 2026-12-07T11:00Z.
+  const start = Date.UTC(2026, 11, 6, 11)
+  const end = start + 86_400_000
+  const daily = { unit: 'day' as const, timeZone: 'Pacific/Auckland' }
+
+  it('counts its units while its period is current, until the period ends', () => {
+    const nowUs = (end - 4_000_000) * 1000 + 500
+    const usage = periodUsageOf({ value: periodValue(start, end, 2), nowUs })
+    expect(usage).to.deep.equal({ used: 2, resetMs: 4_000_000, pausedMs: 0, period: { start, end } })
+    expect(nextOfPeriod(usage, 3, nowUs)).to.deep.equal({
+      allowed: true,
+      remaining: 1,
+      retryAfterMs: 0,
+      resetMs: 4_000_000,
+      now: nowUs / 1000,
+    })
+    // At the limit, the next call waits until the period ends (rounded up).
+    expect(nextOfPeriod(usage, 2, nowUs)).to.deep.include({ allowed: false, remaining: 0, retryAfterMs: 4_000_000 })
+  })
+
+  it('a held key: paused until its hold ends, and a call denied that long, or to the period’s end if later', () => {
+    const nowUs = (start + 1_000) * 1000
+    const usage = periodUsageOf({ value: periodValue(start, end, 1, start + 61_000), nowUs })
+    expect(usage).to.deep.equal({ used: 1, resetMs: 86_399_000, pausedMs: 60_000, period: { start, end } })
+    expect(nextOfPeriod(usage, 3, nowUs)).to.deep.include({ allowed: false, remaining: 2, retryAfterMs: 60_000 })
+    expect(nextOfPeriod(usage, 1, nowUs)).to.deep.include({ allowed: false, retryAfterMs: 86_399_000 })
+  })
+
+  it('a count of a period that has ended is 0: the period is the calendar’s, or none without one', () => {
+    const nowUs = (end + 5_000) * 1000
+    const value = periodValue(start, end, 3, end + 65_000)
+    expect(periodUsageOf({ value, nowUs })).to.deep.equal({ used: 0, resetMs: 0, pausedMs: 60_000, period: undefined })
+    expect(periodUsageOf({ value, nowUs }, daily)).to.deep.equal({
+      used: 0,
+      resetMs: 0,
+      pausedMs: 60_000,
+      period: { start: end, end: end + 86_400_000 },
+    })
+  })
+
+  it('no key: nothing used, nothing held, the period by the calendar (its anchor)', () => {
+    const nowUs = Date.UTC(2026, 11, 20, 12) * 1000
+    const monthly = { unit: 'month' as const, timeZone: 'Europe/Berlin', anchor: 15 }
+    const usage = periodUsageOf({ value: null, nowUs }, monthly)
+    // Berlin's 15th at midnight, +01:00 in winter.
+    expect(usage).to.deep.equal({
+      used: 0,
+      resetMs: 0,
+      pausedMs: 0,
+      period: { start: Date.UTC(2026, 11, 14, 23), end: Date.UTC(2027, 0, 14, 23) },
+    })
+    expect(nextOfPeriod(usage, 5, nowUs)).to.deep.include({ allowed: true, remaining: 5, retryAfterMs: 0 })
   })
 })

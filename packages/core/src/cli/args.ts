@@ -20,6 +20,9 @@ export interface PolicyArgs {
   /** An in-flight policy's concurrency; it or slotTtl names an in-flight policy. */
   readonly concurrency?: number
   readonly slotTtl?: string
+  /** A calendar policy's period ('day', 'week', 'month'); it or timeZone names a calendar policy. */
+  readonly period?: string
+  readonly timeZone?: string
 }
 
 export interface Command {
@@ -31,6 +34,8 @@ export interface Command {
   /** The tenant (peek, reset, pause, resume). */
   readonly tenant?: string
   readonly route?: string
+  /** peek of a calendar policy: the tenant's billing day, for the period its count would start in. */
+  readonly anchor?: number
   /** pause: ms. */
   readonly forMs?: number
   /** Act on a policy no live key has. */
@@ -57,6 +62,9 @@ Options:
   --algorithm bucketed   with --buckets <n>, for a bucketed policy
   --slot-ttl <duration>  an in-flight policy's slotTtlMs (default 1m), in place of --window: names its slot key
   --concurrency <n>      an in-flight policy's concurrency (peek shows the slots free)
+  --period <unit>        a calendar policy's day, week or month, in place of --window: names its key
+  --time-zone <zone>     a calendar policy's IANA time zone (default UTC): names its key too
+  --anchor <n>           peek: the tenant's billing day (1-31 for a month, 1-7 from Monday for a week)
   --route <route>        the key's route: '*' for an app-level middleware, 'GET /users/:id' for a route's
   --for <duration>       pause: how long, such as 10m
   --force                act on a policy that has no live key
@@ -70,6 +78,7 @@ Examples:
   fleetlimit reset acme --policy search --window 10s --route 'GET /search'
   fleetlimit pause acme --policy api --window 1m --route '*' --for 10m
   fleetlimit reset acme --policy parallel --slot-ttl 30s
+  fleetlimit peek acme --policy plan --period month --time-zone Europe/Berlin --anchor 15 --limit 10000
 
 Exit codes: 0 done, 1 Redis failed (unreachable, credentials refused), 2 a mistake in the command.
 More: https://github.com/fleetlimit/fleetlimit/blob/main/docs/operations.md`
@@ -85,6 +94,9 @@ const OPTIONS = {
   buckets: { type: 'string' },
   concurrency: { type: 'string' },
   'slot-ttl': { type: 'string' },
+  period: { type: 'string' },
+  'time-zone': { type: 'string' },
+  anchor: { type: 'string' },
   route: { type: 'string' },
   for: { type: 'string' },
   force: { type: 'boolean' },
@@ -123,6 +135,7 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
     : { url: values.redis ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379' }
   if (command === 'pause' && values.for === undefined) throw usage('pause needs --for <duration>, such as --for 10m')
   if (command !== 'pause' && values.for !== undefined) throw usage('--for is for pause only')
+  if (command !== 'peek' && values.anchor !== undefined) throw usage('--anchor is for peek only')
   if (!takesTenant && values.route !== undefined) throw usage('--route names one key: for peek, reset, pause, resume')
   return {
     name: command,
@@ -137,9 +150,12 @@ export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv): C
       ...(values.buckets !== undefined && { buckets: wholeNumber(values.buckets, '--buckets') }),
       ...(values.concurrency !== undefined && { concurrency: wholeNumber(values.concurrency, '--concurrency') }),
       ...(values['slot-ttl'] !== undefined && { slotTtl: values['slot-ttl'] }),
+      ...(values.period !== undefined && { period: values.period }),
+      ...(values['time-zone'] !== undefined && { timeZone: values['time-zone'] }),
     },
     ...(tenant !== undefined && { tenant }),
     ...(values.route !== undefined && { route: values.route }),
+    ...(values.anchor !== undefined && { anchor: wholeNumber(values.anchor, '--anchor') }),
     ...(values.for !== undefined && { forMs: duration(values.for, '--for') }),
     force: values.force === true,
     max: values.max === undefined ? 1000 : wholeNumber(values.max, '--max'),

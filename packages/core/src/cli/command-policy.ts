@@ -1,33 +1,45 @@
 // The policy a command names with its flags (--policy, --window, --concurrency, …), and the flag an option error
 // of it is told under.
+import { type Calendar, checkAnchor, type PeriodUnit } from '../common/calendar.js'
 import { isFleetlimitError } from '../common/errors.js'
 import { definePolicy, MAX_CONCURRENCY, MAX_LIMIT, type Policy, type PolicyOptions } from '../limiter/policy.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
 
 export function policyOf(command: Command): Policy {
-  const { name, window, limit, algorithm, buckets, concurrency, slotTtl } = command.policy
+  const { name, window, limit, algorithm, buckets, concurrency, slotTtl, period, timeZone } = command.policy
   if (concurrency !== undefined || slotTtl !== undefined) return inFlightPolicyOf(command.policy)
   if (name === undefined && limit === undefined) {
     throw new CliError('give the policy the key belongs to: --policy <name> --window <duration> (fleetlimit --help)', 2)
   }
-  if (window === undefined) {
-    throw new CliError('give the policy’s window: --window <duration>, such as 1m (fleetlimit --help)', 2)
+  if (window === undefined && period === undefined) {
+    throw new CliError(
+      timeZone === undefined
+        ? 'give the policy’s window: --window <duration>, such as 1m (fleetlimit --help)'
+        : 'give the calendar policy’s period: --period day, week or month (fleetlimit --help)',
+      2,
+    )
   }
+  // definePolicy refuses a window beside a period, and a time zone without one, naming the flag.
   const options = {
     limit: limit ?? MAX_LIMIT,
-    window: /^\d+$/.test(window) ? Number(window) : window,
+    ...(window !== undefined && { window: /^\d+$/.test(window) ? Number(window) : window }),
     ...(name !== undefined && { name }),
     ...(algorithm !== undefined && { algorithm }),
     ...(buckets !== undefined && { buckets }),
+    ...(period !== undefined && { period }),
+    ...(timeZone !== undefined && { timeZone }),
   } as PolicyOptions
   return asCliError(() => definePolicy(options))
 }
 
 /** An in-flight policy, named by --slot-ttl and --concurrency; a rate policy's flags beside them are refused. */
-function inFlightPolicyOf({ name, window, limit, algorithm, buckets, concurrency, slotTtl }: Command['policy']) {
+function inFlightPolicyOf(args: Command['policy']) {
+  const { name, window, limit, algorithm, buckets, concurrency, slotTtl, period, timeZone } = args
   const rate = [
     ['--window', window],
+    ['--period', period],
+    ['--time-zone', timeZone],
     ['--limit', limit],
     ['--algorithm', algorithm],
     ['--buckets', buckets],
@@ -62,6 +74,9 @@ const FLAGS: Readonly<Record<string, string>> = {
   buckets: '--buckets',
   concurrency: '--concurrency',
   slotTtlMs: '--slot-ttl',
+  period: '--period',
+  timeZone: '--time-zone',
+  anchor: '--anchor',
   'redisStore.prefix': '--prefix',
 }
 
@@ -81,6 +96,9 @@ export type PolicyFields = Pick<Policy, 'name' | 'window' | 'algorithm'> & {
   readonly buckets?: number | undefined
   /** An in-flight policy: its window is its slot life. */
   readonly inFlight?: true | undefined
+  /** A calendar policy: its count starts over at each period's start in the zone (its window is the longest period). */
+  readonly period?: PeriodUnit | undefined
+  readonly timeZone?: string | undefined
 }
 
 /** What names a policy's keys, as a stored key's policy says it. */
@@ -90,4 +108,24 @@ export const fieldsOf = (policy: Policy): PolicyFields => ({
   algorithm: policy.algorithm,
   ...(policy.buckets !== undefined && { buckets: policy.buckets }),
   ...(policy.concurrency !== undefined && { inFlight: true }),
+  ...(policy.period !== undefined && { period: policy.period, timeZone: policy.timeZone }),
 })
+
+/**
+ * The calendar a peek decides the next call in: the policy's period and zone, and --anchor (refused on a policy that
+ * is no calendar, or out of its unit's range); undefined for a window.
+ */
+export function calendarOf(command: Command, fields: PolicyFields): Calendar | undefined {
+  const { anchor } = command
+  if (fields.period === undefined || fields.timeZone === undefined) {
+    if (anchor !== undefined)
+      throw new CliError('--anchor is a calendar policy’s: give --period (fleetlimit --help)', 2)
+    return undefined
+  }
+  const unit = fields.period
+  return {
+    unit,
+    timeZone: fields.timeZone,
+    ...(anchor !== undefined && { anchor: asCliError(() => checkAnchor(anchor, unit, 'anchor')) }),
+  }
+}

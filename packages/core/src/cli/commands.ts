@@ -5,23 +5,25 @@ import { policyKeyName } from '../limiter/policy.js'
 import { redisStore } from '../store/redis-store.js'
 import type { Command } from './args.js'
 import { CliError } from './cli-error.js'
-import { asCliError, fieldsOf, policyOf } from './command-policy.js'
+import { asCliError, calendarOf, fieldsOf, type PolicyFields, policyOf } from './command-policy.js'
 import type { Connected } from './connect.js'
-import { isEmpty, usageOf, windowOf } from './key-usage.js'
+import { isEmpty, nextOfPeriod, periodUsageOf, type Usage, usageOf, windowOf } from './key-usage.js'
 import { byKey, checkKnown, otherKeys } from './live-keys.js'
 import {
   columns,
   describePolicy,
   otherRoute,
+  periodLines,
   policyJson,
   routeFlag,
   seconds,
   slots,
   table,
   units,
+  usageJson,
   usageLines,
 } from './output-format.js'
-import { createReadWindow, type ReadWindow } from './read-window.js'
+import { createReadPeriod, createReadWindow, type ReadWindow } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
 
@@ -39,9 +41,13 @@ export async function runCommand(command: Command, connected: Connected): Promis
   const store = asCliError(() => redisStore(connected.client, { prefix: command.prefix }))
   // Reads never write (a read-only replica answers them); only reset, pause and resume write, through a limiter.
   const read = createReadWindow(connected.client, command.prefix)
-  if (command.name === 'keys') return listKeys(command, connected, read)
+  const readPeriod = createReadPeriod(connected.client, command.prefix)
+  if (command.name === 'keys') {
+    return listKeys(command, connected, (stored, limit) => keyUsage(read, readPeriod, stored, limit))
+  }
   const policy = policyOf(command)
   const fields = fieldsOf(policy)
+  const calendar = calendarOf(command, fields)
   if (command.name === 'pause' && fields.inFlight) {
     throw new CliError(
       'pause holds a rate policy’s window; an in-flight policy has slots, not a window to hold (reset frees its ' +
@@ -58,7 +64,13 @@ export async function runCommand(command: Command, connected: Connected): Promis
   const key = buildKey(policyKeyName(policy), input)
   const redisKey = `${command.prefix}:${key}`
   const window = windowOf(key, fields)
-  const usage = await usageOf(read, window)
+  // A calendar key is read with GET and TIME: its count, period and hold, and the server's now to judge them by.
+  const readUsage = async () => {
+    if (calendar === undefined) return { usage: await usageOf(read, window), nowUs: 0 }
+    const periodRead = await readPeriod(key)
+    return { usage: periodUsageOf(periodRead, calendar), nowUs: periodRead.nowUs }
+  }
+  const { usage, nowUs } = await readUsage()
   const limit = command.policy.limit ?? command.policy.concurrency
   const subject = {
     key: redisKey,
@@ -68,8 +80,17 @@ export async function runCommand(command: Command, connected: Connected): Promis
   }
   switch (command.name) {
     case 'peek': {
-      const next = limit === undefined ? undefined : await read({ ...window, limit })
-      const lines = [['key', redisKey], ['policy', describePolicy(fields, limit)], ...usageLines(usage, limit, next)]
+      const next =
+        limit === undefined
+          ? undefined
+          : calendar === undefined
+            ? await read({ ...window, limit })
+            : nextOfPeriod(usage, limit, nowUs)
+      const lines = [
+        ['key', redisKey],
+        ['policy', describePolicy(fields, limit)],
+        ...(calendar === undefined ? usageLines(usage, limit, next) : periodLines(usage, fields, limit, next)),
+      ]
       // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
       const empty = isEmpty(usage)
       const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
@@ -79,7 +100,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
         json: {
           command: 'peek',
           ...subject,
-          ...usage,
+          ...usageJson(usage, fields),
           ...(next && { remaining: next.remaining, allowed: next.allowed, retryAfterMs: next.retryAfterMs }),
           ...(empty && { otherRoutes: others.map(otherRoute) }),
         },
@@ -104,7 +125,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
     case 'pause': {
       const ms = command.forMs as number
       await writer().pause(input, ms)
-      const after = await usageOf(read, window)
+      const { usage: after } = await readUsage()
       return {
         text: `paused ${redisKey}: every call denied for ${seconds(after.pausedMs)}, in every process`,
         json: { command: 'pause', ...subject, pausedMs: after.pausedMs },
@@ -127,15 +148,22 @@ export async function runCommand(command: Command, connected: Connected): Promis
   }
 }
 
-async function listKeys(command: Command, connected: Connected, read: ReadWindow): Promise<Output> {
+async function listKeys(
+  command: Command,
+  connected: Connected,
+  usageOfKey: (stored: StoredKey, limit: number | undefined) => Promise<KeyRow>,
+): Promise<Output> {
   const { prefix, max } = command
-  const { name, window, slotTtl } = command.policy
+  const { name, window, slotTtl, period } = command.policy
   let pattern = `${globLiteral(prefix)}:*`
+  // With a policy named whole, its keys alone are listed: --limit (or --concurrency) is theirs.
+  let limit: number | undefined
   if (name !== undefined) {
-    pattern =
-      window === undefined && slotTtl === undefined
-        ? `${globLiteral(prefix)}:${name}~*`
-        : `${globLiteral(prefix)}:${policyKeyName(policyOf(command))}:*`
+    const whole = window !== undefined || slotTtl !== undefined || period !== undefined
+    pattern = whole
+      ? `${globLiteral(prefix)}:${policyKeyName(policyOf(command))}:*`
+      : `${globLiteral(prefix)}:${name}~*`
+    if (whole) limit = command.policy.limit ?? command.policy.concurrency
   }
   const found = new Map<string, StoredKey>()
   let truncated = false
@@ -151,13 +179,16 @@ async function listKeys(command: Command, connected: Connected, read: ReadWindow
   const rows = []
   const keys = [...found.values()].sort(byKey)
   for (let i = 0; i < keys.length; i += 100) {
-    rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => keyUsage(read, stored)))))
+    rows.push(...(await Promise.all(keys.slice(i, i + 100).map((stored) => usageOfKey(stored, limit)))))
   }
-  const header = ['USED', 'EMPTIES IN', 'PAUSED', 'KEY']
+  // A calendar key's period start and reset instant, in its zone, in two columns shown when one is listed.
+  const calendars = rows.some((row) => row.periodStart !== undefined)
+  const header = ['USED', 'EMPTIES IN', 'PAUSED', ...(calendars ? ['PERIOD START', 'RESETS AT'] : []), 'KEY']
   const lines = rows.map((row) => [
-    row.nextSlotEndMs === undefined ? String(row.used) : slots(row.used),
+    `${row.nextSlotEndMs === undefined ? String(row.used) : slots(row.used)}${limit === undefined ? '' : ` of ${limit}`}`,
     row.resetMs === 0 ? '-' : seconds(row.resetMs),
     row.pausedMs === 0 ? '-' : seconds(row.pausedMs),
+    ...(calendars ? [row.periodStart ?? '-', row.resetAt ?? '-'] : []),
     row.key,
   ])
   const summary = `${rows.length} ${rows.length === 1 ? 'key' : 'keys'} under prefix "${prefix}"${truncated ? ` (the first ${max}: --max for more)` : ''}`
@@ -167,13 +198,25 @@ async function listKeys(command: Command, connected: Connected, read: ReadWindow
   }
 }
 
-async function keyUsage(read: ReadWindow, stored: StoredKey) {
-  const { policy } = stored
+type KeyRow = Awaited<ReturnType<typeof keyUsage>>
+
+async function keyUsage(
+  read: ReadWindow,
+  readPeriod: ReturnType<typeof createReadPeriod>,
+  stored: StoredKey,
+  limit: number | undefined,
+) {
+  const policy: PolicyFields = stored.policy
+  // A key holds no tenant's anchor: a calendar key that counts no current period (held past its end) shows none.
+  const usage: Usage =
+    policy.period === undefined
+      ? await usageOf(read, windowOf(stored.key, policy))
+      : periodUsageOf(await readPeriod(stored.key))
   return {
     key: stored.redisKey,
-    policy: policyJson(policy, undefined),
+    policy: policyJson(policy, limit),
     tenant: stored.tenant ?? null,
     ...(stored.hasRoute && { route: stored.route ?? null }),
-    ...(await usageOf(read, windowOf(stored.key, policy))),
+    ...usageJson(usage, policy),
   }
 }

@@ -25,11 +25,11 @@ export async function checkKnown(policy: Policy, prefix: string, connected: Conn
   }
   const known = live.size === 0 ? 'the prefix has none' : `live policies: ${[...live].join('; ')}`
   const [kind, window] = policy.concurrency === undefined ? ['policy', 'window'] : ['in-flight policy', 'slot life']
-  throw new CliError(
-    `unknown ${kind} "${policy.name}" with ${window} ${duration(policy.window)}: no live key of it under prefix ` +
-      `"${prefix}"; ${known} (--force acts anyway)`,
-    2,
-  )
+  const named =
+    policy.period === undefined
+      ? `${kind} "${policy.name}" with ${window} ${duration(policy.window)}`
+      : `calendar policy "${policy.name}" per ${policy.period} in ${policy.timeZone}`
+  throw new CliError(`unknown ${named}: no live key of it under prefix "${prefix}"; ${known} (--force acts anyway)`, 2)
 }
 
 /** The tenant's other live keys of the policy (other routes, or none): at most 10. */

@@ -28,3 +28,20 @@ export function createReadWindow(client: Redis | Cluster, prefix: string): ReadW
     return result
   }
 }
+
+/** A calendar key's value (null when there is none) and the server's time in µs, when it was read. */
+export interface PeriodRead {
+  readonly value: Buffer | null
+  readonly nowUs: number
+}
+
+/**
+ * Reads a calendar period's key with GET and the server's clock with TIME, which a read-only replica answers: the
+ * key's 32 bytes hold its period, count and hold (lua/sliding-log.lua's Periods). On a Cluster, TIME asks any node.
+ */
+export function createReadPeriod(client: Redis | Cluster, prefix: string) {
+  return async (key: string): Promise<PeriodRead> => {
+    const [value, [seconds, micros]] = await Promise.all([client.getBuffer(`${prefix}:${key}`), client.time()])
+    return { value, nowUs: Number(seconds) * 1_000_000 + Number(micros) }
+  }
+}

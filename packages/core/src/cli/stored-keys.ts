@@ -1,3 +1,4 @@
+import type { PeriodUnit } from '../common/calendar.js'
 import { decodeKeyPart } from '../limiter/keys.js'
 import { type Algorithm, parsePolicyKeyName } from '../limiter/policy.js'
 
@@ -14,6 +15,9 @@ export interface StoredKey {
     readonly buckets?: number
     /** An in-flight policy's slot key: `window` is its slot life. */
     readonly inFlight?: true
+    /** A calendar policy's period key: its unit and zone (`window` is its longest period). */
+    readonly period?: PeriodUnit
+    readonly timeZone?: string
   }
   /** The tenant, decoded; undefined when the key holds a hash of it (a tenant longer than 128 characters). */
   readonly tenant: string | undefined
