@@ -190,7 +190,7 @@ describe('settles and refunds against the model of receipts, with failed, late a
           const subject: ReceiptSubject = { limiter, withFault, used: () => used(limiter, LIMIT) }
           checked += await compareReceiptModel(subject, steps, seen)
         }),
-        { numRuns: 25 },
+        { numRuns: 25, seed: 41 },
       )
       expect(checked).to.be.greaterThan(100)
       for (const what of ['settle failed (lost)', 'refund failed (lost)', 'refund refunded']) {
