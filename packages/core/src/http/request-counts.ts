@@ -32,10 +32,13 @@ interface RequestRecord {
 }
 
 /**
- * Per request (the framework's request object: Express's req, Koa's ctx, Fastify's request), held weakly: what it
- * was counted under so far, for the middlewares it passes next.
+ * Per request (the framework's request object: Express's req, Koa's ctx, Fastify's request): what it was counted
+ * under so far, for the middlewares it passes next. Kept on the request under a symbol, so it goes with it: a
+ * WeakMap entry per request costs every garbage collection more.
  */
-const records = new WeakMap<object, RequestRecord>()
+const RECORD = Symbol('fleetlimit.requestRecord')
+type Recorded = { [RECORD]?: RequestRecord }
+const recordOf = (req: object) => (req as Recorded)[RECORD]
 
 export interface RequestCounts {
   /** Marks the request as seen by this limiter: false when it was already (it passed this middleware, or another built on the limiter). */
@@ -64,9 +67,9 @@ export function createRequestCounts(limiter: RateLimiter): RequestCounts {
   }
   return {
     enter(req) {
-      const record = records.get(req)
+      const record = recordOf(req)
       if (record === undefined) {
-        records.set(req, { seen: [limiter], counted: [] })
+        ;(req as Recorded)[RECORD] = { seen: [limiter], counted: [] }
         return true
       }
       if (record.seen.includes(limiter)) return false
@@ -74,7 +77,7 @@ export function createRequestCounts(limiter: RateLimiter): RequestCounts {
       return true
     },
     earlier(req, input, cost) {
-      const counted = records.get(req)?.counted
+      const counted = recordOf(req)?.counted
       // The first middleware of a request: nothing counted, nothing built.
       if (counted === undefined || counted.length === 0) return undefined
       const before = counted.filter((c) => c.keys.store === keys.store)
@@ -82,7 +85,7 @@ export function createRequestCounts(limiter: RateLimiter): RequestCounts {
       return reuse(keys, storeKeysOf(keys, input), cost, before)
     },
     counted(req, input, cost, decision) {
-      records.get(req)?.counted.push({ keys, input, cost, decision })
+      recordOf(req)?.counted.push({ keys, input, cost, decision })
     },
   }
 }
