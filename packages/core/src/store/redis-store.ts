@@ -247,14 +247,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       }
       await announce(requests.map((request) => request.key))
     },
-    readNote: async (key) => noteOf(await runner.run(noteScript, [noteKey(prefix, key)], ['r'])),
-    writeNote: async (key, value, ttlMs, expected) => {
-      const expects = expected === undefined ? '*' : expected === null ? '' : expected
-      const args = ['w', expects, value ?? '', Math.max(1, Math.ceil(ttlMs))]
-      const write = noteOf(await runner.run(noteScript, [noteKey(prefix, key)], args))
-      if (write.written) await announce([key])
-      return write
-    },
+    ...noteCalls(runner, prefix, announce),
     reset: async (key) => {
       await adapter.del(`${prefix}:${key}`)
       await announce([key])
@@ -371,6 +364,24 @@ function markerKey(key: string, id: string, kind: 'receipt' | 'refund' = 'receip
  * route holds no ':').
  */
 const noteKey = (prefix: string, key: string) => `${prefix}:${key}:note:1`
+
+/** Store.readNote and writeNote, by lua/note.lua; a note written is announced as a change of its window key. */
+function noteCalls(
+  runner: ReturnType<typeof createScriptRunner>,
+  prefix: string,
+  announce: (keys: readonly string[]) => Promise<void>,
+): Pick<Store, 'readNote' | 'writeNote'> {
+  return {
+    readNote: async (key) => noteOf(await runner.run(noteScript, [noteKey(prefix, key)], ['r'])),
+    writeNote: async (key, value, ttlMs, expected) => {
+      const expects = expected === undefined ? '*' : expected === null ? '' : expected
+      const args = ['w', expects, value ?? '', Math.max(1, Math.ceil(ttlMs))]
+      const write = noteOf(await runner.run(noteScript, [noteKey(prefix, key)], args))
+      if (write.written) await announce([key])
+      return write
+    },
+  }
+}
 
 /** lua/note.lua's reply. */
 function noteOf(reply: unknown): NoteWrite {
