@@ -36,6 +36,7 @@ export {
   type PolicyScope,
   type StoreErrorMode,
 } from './limiter/policy.js'
+export type { AdaptMode } from './outbound/adapt.js'
 export {
   type FetchFunction,
   type LimitedFetchOptions,

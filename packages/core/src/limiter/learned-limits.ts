@@ -84,6 +84,7 @@ export interface LearnedLimitsOptions {
 }
 
 interface Cached {
+  readonly value: string | undefined
   readonly note: Note | undefined
   /** The store's time when read, and this process's performance.now() then: the store time now is estimated. */
   readonly storeNow: number
@@ -111,7 +112,7 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
   const describe = (learned: LearnedLimit | undefined) => (learned ? `${learned.source} ${learned.limit}` : '')
   function remember(key: string, state: NoteState): LearnedLimit | undefined {
     const note = parseNote(state.value)
-    cache.set(key, { note, storeNow: state.now, readAt: performance.now() })
+    cache.set(key, { value: state.value, note, storeNow: state.now, readAt: performance.now() })
     return current(key, note, state.now)
   }
   /** The limit at store time `now`, told to the listener when it differs from the last one told. */
@@ -126,15 +127,22 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
     return learned
   }
   const read = (key: string) => bounded(key, () => notes.read(key))
+  /** The note as cached, with the store time now estimated; undefined when not cached or stale. */
+  function cached(key: string): NoteState | undefined {
+    const entry = cache.get(key)
+    const age = entry && performance.now() - entry.readAt
+    return entry && (age as number) < freshMs
+      ? { value: entry.value, now: entry.storeNow + (age as number) }
+      : undefined
+  }
   const write = (key: string, note: Note | undefined, ttlMs: number, expected?: string | null) =>
     bounded(key, () => notes.write(key, note && formatNote(note), ttlMs, expected))
 
   return {
     /** The limit the fleet holds `key` to now; undefined for the policy's. Cached; a failed read rejects. */
     learned(key: string): LearnedLimit | undefined | Promise<LearnedLimit | undefined> {
-      const cached = cache.get(key)
-      const at = performance.now()
-      if (cached && at - cached.readAt < freshMs) return current(key, cached.note, cached.storeNow + at - cached.readAt)
+      const state = cached(key)
+      if (state) return current(key, parseNote(state.value), state.now)
       let pending = reading.get(key)
       if (pending === undefined) {
         pending = read(key)
@@ -147,7 +155,9 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
 
     /** Learns from an upstream's answer; resolves with the limit the fleet holds `key` to after it. */
     async learn(key: string, lesson: Lesson): Promise<LearnedLimit | undefined> {
-      const state = await read(key)
+      // A quota stated again is checked against the cached note: most answers then cost no store call. A cut reads
+      // afresh, and writes only over what it read.
+      const state = (lesson.source === 'headers' && cached(key)) || (await read(key))
       const note = parseNote(state.value)
       const { now } = state
       const before = limitOf(note, now, policy)
@@ -162,7 +172,8 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
         if (note?.source === 'headers' && note.limit === lesson.limit && note.until - now > ttlMs / 2) {
           return remember(key, state)
         }
-        return remember(key, await write(key, { source: 'headers', limit: lesson.limit, until: now + ttlMs }, ttlMs))
+        const until = Math.ceil(now + ttlMs)
+        return remember(key, await write(key, { source: 'headers', limit: lesson.limit, until }, ttlMs))
       }
       // AIMD: one cut per window, since the 429s of calls sent before the last cut say nothing new.
       if (note?.source === 'aimd' && now - note.at < policy.window) return remember(key, state)
@@ -170,7 +181,7 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
       const step = Math.max(1, Math.round(policy.limit * GROW_SHARE))
       // Until it has grown back to the policy's limit, and a window more.
       const ttlMs = (Math.ceil((policy.limit - limit) / step) + 1) * policy.window
-      const cut: Note = { source: 'aimd', limit, at: now, step }
+      const cut: Note = { source: 'aimd', limit, at: Math.floor(now), step }
       // Another process wrote first: its note stands (a cut of the same 429s, most likely).
       return remember(key, await write(key, cut, ttlMs, state.value ?? null))
     },
