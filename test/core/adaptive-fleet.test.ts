@@ -50,7 +50,7 @@ describe('limitedFetch adapt: a fleet on one Redis', () => {
     // The first answer teaches the quota.
     await (await limitedFetch(one, { key: 'stub' })(stub.url)).text()
     expect(await two.learned('stub')).to.deep.equal({ limit: quota, source: 'headers' })
-    const fetches = [one, two].map((limiter) => limitedFetch(limiter, { key: 'stub', maxWaitMs: '1500ms' }))
+    const fetches = [one, two].map((limiter) => limitedFetch(limiter, { key: 'stub', maxWaitMs: '2500ms' }))
     const outcomes = await Promise.all(
       Array.from({ length: 10_000 }, (_, i) =>
         (fetches[i % 2] as ReturnType<typeof limitedFetch>)(stub?.url as string).then(

@@ -71,24 +71,33 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
     expect(await make(store).learned('api')).to.equal(undefined)
   })
 
-  it('AIMD: halves on a 429 (once a window), floors at 1, and grows back 2% of the policy per window', async () => {
+  it('AIMD: cuts to 0.7 on a 429 (once a window), floors at 1, and grows back 2% of the policy per window', async () => {
     const store = memoryStore({ clock })
     const limiter = make(store)
-    expect(await limiter.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 30, source: 'aimd' })
+    expect(await limiter.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 42, source: 'aimd' })
     // The 429s of calls sent before the cut say nothing new.
     now += 999
-    expect(await limiter.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 30, source: 'aimd' })
+    expect(await limiter.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 42, source: 'aimd' })
     now += 1
-    expect(await limiter.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 15, source: 'aimd' })
-    // Each cut halves what the limit had grown to since the last one.
-    for (const expected of [8, 4, 2, 1]) {
+    expect(await limiter.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 30, source: 'aimd' })
+    // Each cut takes 0.7 of what the limit had grown to since the last one (a window: +1).
+    for (const expected of [21, 15, 11, 8]) {
       now += 1_000
       expect((await limiter.learn('api', { source: 'aimd' }))?.limit).to.equal(expected)
     }
     now += 3_000
-    expect(await make(store).learned('api')).to.deep.equal({ limit: 4, source: 'aimd' })
-    now += 56_000
+    expect(await make(store).learned('api')).to.deep.equal({ limit: 11, source: 'aimd' })
+    now += 49_000
     expect(await make(store).learned('api')).to.equal(undefined)
+  })
+
+  it('AIMD: cuts to 0.7 of what the window held when the refused call was admitted, when lower, at least 1', async () => {
+    const limiter = make()
+    expect(await limiter.learn('api', { source: 'aimd', used: 21 })).to.deep.equal({ limit: 14, source: 'aimd' })
+    now += 1_000
+    expect(await limiter.learn('api', { source: 'aimd', used: 100 })).to.deep.equal({ limit: 10, source: 'aimd' })
+    now += 1_000
+    expect(await limiter.learn('api', { source: 'aimd', used: 1 })).to.deep.equal({ limit: 1, source: 'aimd' })
   })
 
   it('refuses a lesson it cannot take, and learns nothing for a limiter of several policies', async () => {
@@ -144,7 +153,7 @@ describe('learned limits of a fleet on one Redis', () => {
     const peek = await two.peek('api')
     expect([peek.limit, peek.learned]).to.deep.equal([20, { limit: 20, source: 'headers' }])
     // Through the store, an AIMD cut by either is one cut: the second within the window keeps the first's.
-    expect(await two.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 10, source: 'aimd' })
-    expect(await one.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 10, source: 'aimd' })
+    expect(await two.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 14, source: 'aimd' })
+    expect(await one.learn('api', { source: 'aimd' })).to.deep.equal({ limit: 14, source: 'aimd' })
   })
 })

@@ -64,14 +64,18 @@ describe('limitedFetch adapt (memory store, real HTTP upstream)', () => {
     expect(stub.arrivals).to.have.length(2)
   })
 
-  it('aimd: a 429 halves the key limit for the fleet; no quota header is read', async () => {
+  it('aimd: a 429 cuts the key limit to 0.7 of what the window held; no quota header is read', async () => {
     stub = await startStub((n) =>
-      n === 1 ? { status: 429, headers: { 'retry-after': '0', ...quotaHeaders(1, 1) } } : { status: 200 },
+      n === 3 ? { status: 429, headers: { 'retry-after': '0', ...quotaHeaders(1, 1) } } : { status: 200 },
     )
     const limiter = make()
-    expect(await call(limiter, { key: 'stub', adapt: 'aimd' })).to.equal(200)
-    expect(await limiter.learned('stub')).to.deep.equal({ limit: 5, source: 'aimd' })
-    expect((await limiter.peek('stub')).learned).to.deep.equal({ limit: 5, source: 'aimd' })
+    const options = { key: 'stub', adapt: 'aimd', maxRetries: 0 } as const
+    expect([await call(limiter, options), await call(limiter, options), await call(limiter, options)]).to.deep.equal([
+      200, 200, 429,
+    ])
+    // The third call was admitted with 3 units in the window: floor(3 × 0.7).
+    expect(await limiter.learned('stub')).to.deep.equal({ limit: 2, source: 'aimd' })
+    expect((await limiter.peek('stub')).learned).to.deep.equal({ limit: 2, source: 'aimd' })
   })
 
   it('false: learns nothing from headers, and still pauses on Retry-After', async () => {

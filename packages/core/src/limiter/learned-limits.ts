@@ -16,8 +16,13 @@ export interface LearnedLimit {
   readonly source: 'headers' | 'aimd'
 }
 
-/** What limitedFetch teaches: a quota the upstream stated (per the policy's window), or a 429 (AIMD: cut). */
-export type Lesson = { readonly source: 'headers'; readonly limit: number } | { readonly source: 'aimd' }
+/**
+ * What limitedFetch teaches: a quota the upstream stated (per the policy's window), or a 429 (AIMD: cut), with the
+ * units the window held when the refused call was admitted (`used`), when known: what the upstream let through.
+ */
+export type Lesson =
+  | { readonly source: 'headers'; readonly limit: number }
+  | { readonly source: 'aimd'; readonly used?: number }
 
 /**
  * A note's value: `h <limit> <until>` (headers: the limit, until that store time), or `a <limit> <at> <step>`
@@ -27,6 +32,12 @@ type Note =
   | { source: 'headers'; limit: number; until: number }
   | { source: 'aimd'; limit: number; at: number; step: number }
 
+/**
+ * AIMD's cut: to this share of what the window held when the refused call was admitted (the rate the upstream
+ * refused), or of the limit when lower. CUBIC's 0.7 rather than Reno's 0.5: in the outbound bench, 0.5 of the limit
+ * took two cuts from a limit 3x too high, and left a quarter of the quota unused.
+ */
+const CUT_SHARE = 0.7
 /** The share of the policy's limit AIMD grows back by each window without a 429 (at least 1). */
 const GROW_SHARE = 0.02
 /** A headers note lives this many windows past the last response that stated it (at least HEADERS_MIN_TTL_MS). */
@@ -35,13 +46,15 @@ const HEADERS_MIN_TTL_MS = 1_000
 
 /** A lesson as given to `limiter.learn`, checked. */
 export function checkLesson(lesson: unknown): Lesson {
-  const { source, limit } = (lesson ?? {}) as { source?: unknown; limit?: unknown }
-  if (source === 'aimd' && limit === undefined) return { source }
+  const { source, limit, used } = (lesson ?? {}) as { source?: unknown; limit?: unknown; used?: unknown }
+  if (source === 'aimd' && limit === undefined) {
+    return used === undefined ? { source } : { source, used: checkInteger(used, 'lesson.used', 0, MAX_LIMIT) }
+  }
   if (source === 'headers') return { source, limit: checkInteger(limit, 'lesson.limit', 1, MAX_LIMIT) }
   throw new OptionError(
     'lesson',
     lesson,
-    "{ source: 'headers', limit } (a quota per the policy's window) or { source: 'aimd' } (a 429)",
+    "{ source: 'headers', limit } (a quota per the policy's window) or { source: 'aimd', used? } (a 429)",
   )
 }
 
@@ -177,7 +190,8 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
       }
       // AIMD: one cut per window, since the 429s of calls sent before the last cut say nothing new.
       if (note?.source === 'aimd' && now - note.at < policy.window) return remember(key, state)
-      const limit = Math.max(1, Math.floor((before?.limit ?? policy.limit) / 2))
+      const base = Math.min(before?.limit ?? policy.limit, lesson.used ?? Number.POSITIVE_INFINITY)
+      const limit = Math.max(1, Math.floor(base * CUT_SHARE))
       const step = Math.max(1, Math.round(policy.limit * GROW_SHARE))
       // Until it has grown back to the policy's limit, and a window more.
       const ttlMs = (Math.ceil((policy.limit - limit) / step) + 1) * policy.window

@@ -165,9 +165,10 @@ export interface RateLimiter {
   /**
    * Teaches the fleet what an upstream said (what limitedFetch does with `adapt`): `{ source: 'headers', limit }`, a
    * quota per the policy's window, lowers the key's limit to it (it lapses after two windows unless stated again;
-   * one at or above the policy's ends it); `{ source: 'aimd' }`, a 429, halves it (at most once a window), and it
-   * then grows back by 2% of the policy's limit each window. Kept in the store, so every process holds to it. A
-   * limiter of one rate policy only. Resolves with the limit the key is held to now.
+   * one at or above the policy's ends it); `{ source: 'aimd', used? }`, a 429, cuts it to 0.7 of `used` (the units in
+   * the window when the refused call was admitted) or of the limit, whichever is lower, at least 1 and at most once a
+   * window, and it then grows back by 2% of the policy's limit each window. Kept in the store, so every process holds
+   * to it. A limiter of one rate policy only. Resolves with the limit the key is held to now.
    */
   learn(key: KeyInput, lesson: Lesson): Promise<LearnedLimit | undefined>
   /**

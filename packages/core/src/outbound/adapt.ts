@@ -1,8 +1,9 @@
 // limitedFetch's `adapt`: what the fleet learns of an upstream's quota from its answers, through the limiter's
 // learned limits (kept in the store, so every process holds to them).
 import { OptionError } from '../common/errors.js'
+import type { Decision } from '../limiter/decision.js'
 import type { KeyInput } from '../limiter/keys.js'
-import type { LearnedLimit } from '../limiter/learned-limits.js'
+import type { LearnedLimit, Lesson } from '../limiter/learned-limits.js'
 import type { RateLimiter } from '../limiter/limiter-types.js'
 import type { Policy } from '../limiter/policy.js'
 import { adviceOf, readQuotas } from './quota-headers.js'
@@ -10,16 +11,19 @@ import { adviceOf, readQuotas } from './quota-headers.js'
 /** 'headers': follow the upstream's quota headers; 'aimd': learn from 429s alone; false: learn nothing. */
 export type AdaptMode = 'headers' | 'aimd' | false
 
-/** What an answer asks of the fleet: a pause while the quota has nothing left (ms). */
-export interface AnswerLesson {
+/** What an answer says: a pause while the quota has nothing left (ms), and what the fleet is to learn. */
+export interface Answer {
   readonly pauseMs: number | undefined
+  readonly lesson: Lesson | undefined
 }
 
 export interface Adapter {
   /** The limit the next attempt is acquired under: the learned one; undefined for the policy's own. */
   limit(): Promise<number | undefined>
-  /** Learns from an answer (a failure to keep what was learned is not the caller's: it is dropped). */
-  learn(response: Response): Promise<AnswerLesson>
+  /** What an answer to a call admitted by `decision` says; reads nothing but the answer. */
+  read(response: Response, decision: Decision): Answer
+  /** Learns a lesson (a failure to keep it is not the caller's: it is dropped). */
+  teach(lesson: Lesson | undefined): Promise<void>
 }
 
 type Learner = Pick<RateLimiter, 'learn' | 'learned'> & { readonly policies: readonly Policy[] }
@@ -48,12 +52,12 @@ export function checkAdapt(value: unknown, limiter: unknown): AdaptMode {
   return value
 }
 
-const NOTHING: AnswerLesson = { pauseMs: undefined }
+const NOTHING: Answer = { pauseMs: undefined, lesson: undefined }
 
 /**
  * The adapter of one limitedFetch. With 'headers', an answer's quota headers lower the key's limit (a limiter of one
  * rate policy; never above the policy's) and, when they say none is left, ask for a pause until the quota resets,
- * whatever the status; with 'aimd', a 429 halves the key's limit, which then grows back while no 429 comes.
+ * whatever the status; with 'aimd', a 429 cuts the key's limit, which then grows back while no 429 comes.
  */
 export function createAdapter(limiter: unknown, mode: AdaptMode, key: KeyInput, cost: number | undefined): Adapter {
   const found = mode === false ? undefined : learnerOf(limiter)
@@ -63,19 +67,23 @@ export function createAdapter(limiter: unknown, mode: AdaptMode, key: KeyInput, 
     learned === undefined ? undefined : Math.max(learned.limit, floor)
   return {
     limit: found ? () => found.learner.learned(key).then(limitOf, drop) : () => Promise.resolve(undefined),
-    async learn(response) {
+    read(response, decision) {
       if (mode === false) return NOTHING
       if (mode === 'aimd') {
-        if (response.status === 429) await found?.learner.learn(key, { source: 'aimd' }).catch(drop)
-        return NOTHING
+        if (response.status !== 429 || !found) return NOTHING
+        // The units in the window once this call was admitted: what the fleet sent as the upstream refused.
+        const used = decision.source === 'store' ? decision.limit - decision.remaining : undefined
+        return { pauseMs: undefined, lesson: used === undefined ? { source: 'aimd' } : { source: 'aimd', used } }
       }
       const quotas = readQuotas(response.headers)
       if (quotas.length === 0) return NOTHING
       const advice = adviceOf(quotas, found?.policy.window ?? 1_000)
-      if (found && advice.limit !== undefined) {
-        await found.learner.learn(key, { source: 'headers', limit: advice.limit }).catch(drop)
-      }
-      return { pauseMs: advice.pauseMs }
+      const lesson: Lesson | undefined =
+        found && advice.limit !== undefined ? { source: 'headers', limit: advice.limit } : undefined
+      return { pauseMs: advice.pauseMs, lesson }
+    },
+    async teach(lesson) {
+      if (lesson !== undefined) await found?.learner.learn(key, lesson).catch(drop)
     },
   }
 }

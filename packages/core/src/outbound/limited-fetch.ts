@@ -68,8 +68,9 @@ export interface LimitedFetchOptions {
    *   window; never above the configured limit; it lapses two windows after the upstream last stated it), and an
    *   answer that says none is left pauses the key fleet-wide until the quota resets (capped by `maxPauseMs`), and
    *   serves a 429 or 503 as its Retry-After when it has none.
-   * - 'aimd', for an upstream that only answers 429: a 429 halves the key's limit (at most once a window, at
-   *   least 1), which grows back by 2% of the configured limit each window without one.
+   * - 'aimd', for an upstream that only answers 429: a 429 pauses the fleet for its Retry-After and cuts the key's
+   *   limit to 0.7 of what the window held when the refused call was admitted (or of the limit, if lower; at most
+   *   once a window, at least 1); it grows back by 2% of the configured limit each window.
    * - false: nothing is learned; a 429 or 503 with Retry-After still pauses the fleet.
    *
    * A limit is learned for a limiter of one rate policy; with several policies, 'headers' pauses only, and 'aimd'
@@ -162,12 +163,15 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
         await end.failed(decision)
         throw error
       }
-      const lesson = await adapter.learn(response)
+      // What the answer says of the quota: the fleet is paused first, then learns (a store call or two), so that
+      // as few calls as possible are admitted in between.
+      const answer = adapter.read(response, decision)
       const refused = response.status === 429 || response.status === 503
-      const waitMs = refused ? (retryAfterOf(response.headers) ?? lesson.pauseMs) : undefined
+      const waitMs = refused ? (retryAfterOf(response.headers) ?? answer.pauseMs) : undefined
       if (waitMs === undefined) {
         // An answer that says the quota has nothing left: the fleet waits for its reset.
-        if (lesson.pauseMs) await limiter.pause(key, Math.min(lesson.pauseMs, maxPauseMs)).catch(() => {})
+        if (answer.pauseMs) await limiter.pause(key, Math.min(answer.pauseMs, maxPauseMs)).catch(() => {})
+        await adapter.teach(answer.lesson)
         return end.handOver(decision, response, signal)
       }
       const pauseMs = Math.min(waitMs, maxPauseMs)
@@ -181,6 +185,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
           throw error
         }
       }
+      await adapter.teach(answer.lesson)
       if (attempt >= maxRetries || !replayable || pauseMs > deadline - now()) {
         return end.handOver(decision, response, signal)
       }
