@@ -12,6 +12,7 @@ import { byKey, checkKnown, otherKeys } from './live-keys.js'
 import {
   columns,
   describePolicy,
+  learnedLine,
   otherRoute,
   policyJson,
   routeFlag,
@@ -21,7 +22,7 @@ import {
   units,
   usageLines,
 } from './output-format.js'
-import { createReadWindow, type ReadWindow } from './read-window.js'
+import { createReadWindow, type ReadWindow, readLearned } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
 
@@ -70,6 +71,11 @@ export async function runCommand(command: Command, connected: Connected): Promis
     case 'peek': {
       const next = limit === undefined ? undefined : await read({ ...window, limit })
       const lines = [['key', redisKey], ['policy', describePolicy(fields, limit)], ...usageLines(usage, limit, next)]
+      // What limitedFetch learned of the upstream behind this key, which its calls are admitted under.
+      const learned = fields.inFlight
+        ? undefined
+        : await readLearned(connected.client, command.prefix, key, fields.window, limit)
+      if (learned) lines.push(['learned', learnedLine(learned)])
       // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
       const empty = isEmpty(usage)
       const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
@@ -81,6 +87,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
           ...subject,
           ...usage,
           ...(next && { remaining: next.remaining, allowed: next.allowed, retryAfterMs: next.retryAfterMs }),
+          ...(learned && { learned }),
           ...(empty && { otherRoutes: others.map(otherRoute) }),
         },
       }

@@ -75,7 +75,11 @@ const formatNote = (note: Note) =>
   note.source === 'headers' ? `h ${note.limit} ${note.until}` : `a ${note.limit} ${note.at} ${note.step}`
 
 /** The limit a note holds the fleet to at store time `now` under `policy`; undefined when none is below the policy's. */
-export function limitOf(note: Note | undefined, now: number, policy: Policy): LearnedLimit | undefined {
+export function limitOf(
+  note: Note | undefined,
+  now: number,
+  policy: Pick<Policy, 'window' | 'limit'>,
+): LearnedLimit | undefined {
   if (note === undefined) return undefined
   let limit: number
   if (note.source === 'headers') {

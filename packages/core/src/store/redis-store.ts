@@ -363,7 +363,7 @@ function markerKey(key: string, id: string, kind: 'receipt' | 'refund' = 'receip
  * The Redis key of a window key's note: in the window key's slot, in a shape no window key has (a window key's
  * route holds no ':').
  */
-const noteKey = (prefix: string, key: string) => `${prefix}:${key}:note:1`
+export const noteKey = (prefix: string, key: string) => `${prefix}:${key}:note:1`
 
 /** Store.readNote and writeNote, by lua/note.lua; a note written is announced as a change of its window key. */
 function noteCalls(
