@@ -18,15 +18,20 @@ export interface Answer {
 }
 
 export interface Adapter {
-  /** The limit the next attempt is acquired under: the learned one; undefined for the policy's own. */
-  limit(): Promise<number | undefined>
+  /**
+   * Admits an attempt by `acquire` under the learned limit (undefined: the policy's). An admission made under a
+   * limit that was lowered while it waited (a 429 elsewhere in the fleet), which the lower one would not have made,
+   * is refunded and asked again: a waiter queued before the cut does not overshoot the new limit.
+   */
+  admit(acquire: (limit: number | undefined) => Promise<Decision>): Promise<Decision>
   /** What an answer to a call admitted by `decision` says; reads nothing but the answer. */
   read(response: Response, decision: Decision): Answer
   /** Learns a lesson (a failure to keep it is not the caller's: it is dropped). */
   teach(lesson: Lesson | undefined): Promise<void>
 }
 
-type Learner = Pick<RateLimiter, 'learn' | 'learned'> & { readonly policies: readonly Policy[] }
+type Learner = Pick<RateLimiter, 'learn' | 'learned'> &
+  Partial<Pick<RateLimiter, 'refund'>> & { readonly policies: readonly Policy[] }
 
 /** The limiter's one rate policy, when it can learn a limit for it; undefined otherwise. */
 function learnerOf(limiter: unknown): { learner: Learner; policy: Policy } | undefined {
@@ -65,8 +70,19 @@ export function createAdapter(limiter: unknown, mode: AdaptMode, key: KeyInput, 
   const drop = () => undefined
   const limitOf = (learned: LearnedLimit | undefined) =>
     learned === undefined ? undefined : Math.max(learned.limit, floor)
+  const limit = found ? () => found.learner.learned(key).then(limitOf, drop) : () => Promise.resolve(undefined)
   return {
-    limit: found ? () => found.learner.learned(key).then(limitOf, drop) : () => Promise.resolve(undefined),
+    async admit(acquire) {
+      for (;;) {
+        const under = await limit()
+        const decision = await acquire(under)
+        if (!found || typeof found.learner.refund !== 'function' || decision.source !== 'store') return decision
+        const now = await limit()
+        const lowered = now !== undefined && now < (under ?? Number.POSITIVE_INFINITY)
+        if (!lowered || decision.limit - decision.remaining <= now) return decision
+        await found.learner.refund(decision).catch(drop)
+      }
+    },
     read(response, decision) {
       if (mode === false) return NOTHING
       if (mode === 'aimd') {

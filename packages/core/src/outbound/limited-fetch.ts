@@ -137,15 +137,15 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
       let decision: Decision
       try {
         signal?.throwIfAborted()
-        const limit = await adapter.limit()
-        const maxWait = Math.max(0, Math.floor(deadline - now()))
-        decision = await limiter.acquire(key, {
-          maxWaitMs: maxWait,
-          ...(limit !== undefined && { limit }),
-          ...(signal && { signal }),
-          ...(cost !== undefined && { cost }),
-          ...(transitMs > 0 && { transitMs }),
-        })
+        decision = await adapter.admit((limit) =>
+          limiter.acquire(key, {
+            maxWaitMs: Math.max(0, Math.floor(deadline - now())),
+            ...(limit !== undefined && { limit }),
+            ...(signal && { signal }),
+            ...(cost !== undefined && { cost }),
+            ...(transitMs > 0 && { transitMs }),
+          }),
+        )
       } catch (error) {
         if (last && isFleetlimitError(error, 'ERR_FLEETLIMIT_TIMEOUT')) return last
         await discard(last)
