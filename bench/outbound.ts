@@ -149,8 +149,8 @@ export async function outbound(scenario: OutboundScenario = OUTBOUND_SCENARIO): 
       .map(([message, times]) => `${times} × ${message.replaceAll('|', '\\|').replaceAll('\n', ' ')}`)
       .join('; ') || 'none'
   const markdown = [
-    `${workers} worker processes, each \`createRateLimiter({ limit: ${limit}, window: '${s(windowMs)}' })\` on one Redis`,
-    `and ${concurrency} loops calling one upstream through it for ${s(durationMs)}. The upstream allows ${quotas[0]} requests`,
+    `${workers} worker processes, each \`createRateLimiter({ limit: ${limit}, window: ${windowMs} })\` on one Redis`,
+    `and ${concurrency === 1 ? 'one loop' : `${concurrency} loops`} calling one upstream through it for ${s(durationMs)}. The upstream allows ${quotas[0]} requests`,
     `per ${s(windowMs)} window (fixed windows from the start), then ${quotas[1]} after ${s(changeAtMs)}, answering 429 with`,
     'Retry-After beyond it; where the row says so, every answer states the quota (`RateLimit-Policy`/`RateLimit` and',
     '`x-ratelimit-limit`/`-remaining`/`-reset`, resets in whole seconds). Requests and 429s are what reached the',
