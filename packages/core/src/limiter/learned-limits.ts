@@ -124,7 +124,13 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
     if (keys === undefined) cache.clear()
     else for (const key of keys) cache.delete(key)
   }
-  store.onKeyChange?.(onChange)
+  // Listens (a Redis store then subscribes) from the first use only: a limiter that never learns costs nothing.
+  let active = false
+  const activate = () => {
+    if (active) return
+    active = true
+    store.onKeyChange?.(onChange)
+  }
 
   const describe = (learned: LearnedLimit | undefined) => (learned ? `${learned.source} ${learned.limit}` : '')
   function remember(key: string, state: NoteState): LearnedLimit | undefined {
@@ -156,8 +162,13 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
     bounded(key, () => notes.write(key, note && formatNote(note), ttlMs, expected))
 
   return {
+    /** Whether this limiter learned or asked what was learned: only then does its peek read the notes. */
+    get active() {
+      return active
+    },
     /** The limit the fleet holds `key` to now; undefined for the policy's. Cached; a failed read rejects. */
     learned(key: string): LearnedLimit | undefined | Promise<LearnedLimit | undefined> {
+      activate()
       const state = cached(key)
       if (state) return current(key, parseNote(state.value), state.now)
       let pending = reading.get(key)
@@ -172,6 +183,7 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
 
     /** Learns from an upstream's answer; resolves with the limit the fleet holds `key` to after it. */
     async learn(key: string, lesson: Lesson): Promise<LearnedLimit | undefined> {
+      activate()
       // A quota stated again is checked against the cached note: most answers then cost no store call. A cut reads
       // afresh, and writes only over what it read.
       const state = (lesson.source === 'headers' && cached(key)) || (await read(key))
@@ -225,6 +237,10 @@ export function createLearning(
   return {
     async learned(key: KeyInput): Promise<LearnedLimit | undefined> {
       return limits?.learned(windowKeyOf(key))
+    },
+    /** For peek: the learned limit, once this limiter takes part in learning (a peek alone costs no extra call). */
+    async peekLearned(key: KeyInput): Promise<LearnedLimit | undefined> {
+      return limits?.active ? limits.learned(windowKeyOf(key)) : undefined
     },
     async learn(key: KeyInput, lesson: Lesson): Promise<LearnedLimit | undefined> {
       if (limits === undefined) {

@@ -152,8 +152,9 @@ export interface RateLimiter {
   /** Waits, first-in first-out with this process's other waiters on the key, until admitted. */
   acquire(key: KeyInput, options?: AcquireOptions): Promise<Decision>
   /**
-   * The decision one unit would get now, without consuming anything; under the learned limit, when the fleet has
-   * learned one for the key (`decision.learned` says which).
+   * The decision one unit would get now, without consuming anything. In a limiter that learns (limitedFetch's
+   * `adapt` uses it, or `learned` or `learn` was called), under the limit the fleet learned for the key, when there
+   * is one (`decision.learned` says which).
    */
   peek(key: KeyInput, options?: PeekOptions): Promise<Decision>
   /**

@@ -169,7 +169,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     changed: (key, learned) => events.emit('learned', key, learned),
     windowKeyOf: (key) => (plans.windowsOf(key, undefined)[0] as Window).key,
   })
-  const peeks = createPeeks({ store, plans, askStore, learned: learning.learned, limit: first.limit })
+  const peeks = createPeeks({ store, plans, askStore, learned: learning.peekLearned, limit: first.limit })
 
   return withStore(store, {
     policy: first,
