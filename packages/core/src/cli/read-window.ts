@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis'
 import { type LearnedLimit, limitOf, parseNote } from '../limiter/learned-limits.js'
-import { noteKey, numbers, toResult } from '../store/redis-store.js'
+import { noteKey } from '../store/redis-notes.js'
+import { numbers, toResult } from '../store/redis-store.js'
 import { createScriptRunner } from '../store/script-runner.js'
 import { bucketedReadOnlyScript, noteReadOnlyScript, slidingLogReadOnlyScript } from '../store/scripts.generated.js'
 import { costWindowsCall, readSlidingLog } from '../store/sliding-log-call.js'

@@ -221,8 +221,8 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
 export type LearnedLimits = ReturnType<typeof createLearnedLimits>
 
 /**
- * A limiter's `learned` and `learn`: through its key's window when it has one rate policy; a limiter of several
- * policies (or of in-flight slots) learns nothing, and refuses a lesson.
+ * A limiter's `learned` and `learn`: through its key's window when it has one sliding-window policy; a limiter of
+ * several policies (or of in-flight slots, or of a calendar period) learns nothing, and refuses a lesson.
  */
 export function createLearning(
   policies: readonly Policy[],
@@ -230,7 +230,7 @@ export function createLearning(
 ) {
   const [policy] = policies
   const limits =
-    policies.length === 1 && policy !== undefined && policy.concurrency === undefined
+    policies.length === 1 && policy !== undefined && policy.concurrency === undefined && policy.period === undefined
       ? createLearnedLimits({ ...options, policy })
       : undefined
   const { windowKeyOf } = options

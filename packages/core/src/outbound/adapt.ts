@@ -38,7 +38,8 @@ function learnerOf(limiter: unknown): { learner: Learner; policy: Policy } | und
   const given = limiter as Partial<Learner>
   const [policy] = given.policies ?? []
   if (typeof given.learn !== 'function' || typeof given.learned !== 'function') return undefined
-  if (given.policies?.length !== 1 || policy === undefined || policy.concurrency !== undefined) return undefined
+  if (given.policies?.length !== 1 || policy === undefined) return undefined
+  if (policy.concurrency !== undefined || policy.period !== undefined) return undefined
   return { learner: given as Learner, policy }
 }
 

@@ -6,8 +6,9 @@ import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { adaptClient, type RedisStoreClient } from './clients/adapt-client.js'
 import { clusterSlot } from './cluster-slot.js'
 import { createRunBefore, type Deadline } from './guarded-call.js'
+import { noteCalls } from './redis-notes.js'
 import { createScriptRunner, type LuaScript } from './script-runner.js'
-import { bucketedScript, noteScript } from './scripts.generated.js'
+import { bucketedScript } from './scripts.generated.js'
 import { createServerSet, guardStore } from './server-set.js'
 import {
   costWindowsCall,
@@ -30,7 +31,6 @@ import {
   type HoldRequest,
   type LeaseRequest,
   type LeaseResult,
-  type NoteWrite,
   type RefundRequest,
   type SettleRequest,
   type SlotRequest,
@@ -357,39 +357,6 @@ function markerKey(key: string, id: string, kind: 'receipt' | 'refund' = 'receip
   const open = key.indexOf('{')
   const tagged = open !== -1 && key.indexOf('}', open + 1) > open + 1
   return tagged ? `${key}:${kind}:${id}` : `{${key}}:${kind}:${id}`
-}
-
-/**
- * The Redis key of a window key's note: in the window key's slot, in a shape no window key has (a window key's
- * route holds no ':').
- */
-export const noteKey = (prefix: string, key: string) => `${prefix}:${key}:note:1`
-
-/** Store.readNote and writeNote, by lua/note.lua; a note written is announced as a change of its window key. */
-function noteCalls(
-  runner: ReturnType<typeof createScriptRunner>,
-  prefix: string,
-  announce: (keys: readonly string[]) => Promise<void>,
-): Pick<Store, 'readNote' | 'writeNote'> {
-  return {
-    readNote: async (key) => noteOf(await runner.run(noteScript, [noteKey(prefix, key)], ['r'])),
-    writeNote: async (key, value, ttlMs, expected) => {
-      const expects = expected === undefined ? '*' : expected === null ? '' : expected
-      const args = ['w', expects, value ?? '', Math.max(1, Math.ceil(ttlMs))]
-      const write = noteOf(await runner.run(noteScript, [noteKey(prefix, key)], args))
-      if (write.written) await announce([key])
-      return write
-    },
-  }
-}
-
-/** lua/note.lua's reply. */
-function noteOf(reply: unknown): NoteWrite {
-  const [written, value, now] = Array.isArray(reply) ? reply : []
-  if (typeof now !== 'number' || (typeof value !== 'string' && value !== null)) {
-    throw unexpectedReply(reply, noteScript)
-  }
-  return { written: written === 1, value: value ?? undefined, now }
 }
 
 // lua/sliding-log.lua's statuses of a release: 1 released, 0 none (expired), 2 its marker was set, 3 too deep.
