@@ -14,6 +14,7 @@ import { inProcess } from './in-process.js'
 import { load } from './load.js'
 import { local } from './local.js'
 import { memory } from './memory.js'
+import { outbound } from './outbound.js'
 import { overhead } from './overhead.js'
 import { redisCost } from './redis-cost.js'
 
@@ -36,6 +37,7 @@ const parts: Record<string, () => Promise<PartResult>> = {
   load: () => load(),
   local: () => local(),
   memory: () => memory(),
+  outbound: () => outbound(),
   overhead: () => overhead(),
   'redis-cost': () => redisCost(),
 }

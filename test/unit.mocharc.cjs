@@ -26,6 +26,7 @@ module.exports = {
     'test/core/limiter/key-queue.test.ts',
     'test/core/limiter/keys.test.ts',
     'test/core/limiter/limiter.test.ts',
+    'test/core/limiter/peeks.test.ts',
     'test/core/limiter/limiter-stores.test.ts',
     'test/core/limiter/policy.test.ts',
     'test/core/limiter/policy-registry.test.ts',

@@ -10,6 +10,7 @@ import { type InProcessRow, inProcess } from '../../bench/in-process.js'
 import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
+import { OUTBOUND_SCENARIO, type OutboundRow, outbound } from '../../bench/outbound.js'
 import { PEERS } from '../../bench/peers.js'
 import { redisCost } from '../../bench/redis-cost.js'
 import { slidingLogScript } from '../../packages/core/src/store/scripts.generated.js'
@@ -185,5 +186,22 @@ describe('bench parts at a tiny size', () => {
     expect(rounds).to.equal(10)
     expect(handoverMs.median).to.be.a('number').and.not.NaN
     expect(commandsPerSecondWhileWaiting.map((l) => l.waiters)).to.deep.equal([4, 20, 100])
+  })
+
+  it('outbound: a row per adapt mode and Bottleneck, counted by the upstream', async function () {
+    this.timeout(60_000)
+    const scenario = { ...OUTBOUND_SCENARIO, workers: 2, durationMs: 2_000, changeAtMs: 1_000 }
+    const { data, markdown } = await outbound(scenario)
+    const { rows } = data as { rows: OutboundRow[] }
+    expect(rows.map((r) => r.id)).to.deep.equal(['headers', 'aimd', 'false', 'bottleneck'])
+    for (const row of rows) {
+      expect(row.quota, row.name).to.equal(30)
+      expect(row.windows.map((w) => w.quota)).to.deep.equal([20, 10])
+      expect(row.requests, row.name).to.equal(row.served + row.refused)
+      expect(row.served, row.name).to.be.greaterThan(0)
+      for (const value of [row.refusedShare, row.servedShare]) expectFinite(value, row.name)
+      expect(row.errors, row.name).to.deep.equal({})
+    }
+    expect(markdown).to.include("fleetlimit, adapt: 'headers'")
   })
 })

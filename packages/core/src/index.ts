@@ -13,6 +13,7 @@ export {
 export type { Logger } from './common/logger.js'
 export type { Decision, DecisionSource } from './limiter/decision.js'
 export type { KeyInput } from './limiter/keys.js'
+export type { LearnedLimit, Lesson } from './limiter/learned-limits.js'
 export { createRateLimiter } from './limiter/limiter.js'
 export type {
   AcquireOptions,
@@ -35,6 +36,7 @@ export {
   type PolicyScope,
   type StoreErrorMode,
 } from './limiter/policy.js'
+export type { AdaptMode } from './outbound/adapt.js'
 export {
   type FetchFunction,
   type LimitedFetchOptions,

@@ -60,6 +60,14 @@ describe('the fleetlimit command line, on a real Redis', function () {
     expect(lines).to.have.length(6)
   })
 
+  it('peek shows the limit limitedFetch learned of the upstream, and where from', async () => {
+    await limiter.learn({ tenant: 'acme', route: '*' }, { source: 'headers', limit: 2 })
+    const run = await runCli(['peek', 'acme', '--route', '*', ...policy, '--limit', '3', ...target])
+    expect(run.stdout.trimEnd().split('\n').at(-1)).to.equal("learned    limit 2, from the upstream's quota headers")
+    const json = await runCli(['peek', 'acme', '--route', '*', ...policy, '--json', ...target])
+    expect(JSON.parse(json.stdout)).to.deep.include({ learned: { limit: 2, source: 'headers' } })
+  })
+
   it('peek of an empty key names the tenant’s live keys of the policy: most often the route was left out', async () => {
     const run = await runCli(['peek', 'acme', ...policy, ...target])
     expect(run.stdout).to.equal(

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
-import { bucketedScript, slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
+import { bucketedScript, noteScript, slidingLogScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { leanLua } from '../../../scripts/lean-lua.mjs'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { callSlidingLog, textCall } from '../../support/sliding-log-call.js'
@@ -26,13 +26,13 @@ describe('every Lua script on a real Redis', () => {
   })
 
   it('SCRIPT LOAD returns the sha1 the generator computed', async () => {
-    for (const script of [slidingLogScript, bucketedScript]) {
+    for (const script of [slidingLogScript, bucketedScript, noteScript]) {
       expect(await redis.script('LOAD', script.lua), script.name).to.equal(script.sha1)
     }
   })
 
   it('sends each script without comments or indentation, its #!lua line first', () => {
-    for (const script of [slidingLogScript, bucketedScript]) {
+    for (const script of [slidingLogScript, bucketedScript, noteScript]) {
       const [first, ...rest] = script.lua.split('\n')
       expect(first, script.name).to.equal('#!lua')
       expect(

@@ -7,7 +7,7 @@ import * as scripts from '../../../packages/core/src/store/scripts.generated.js'
 describe('each script opens with its #!lua line, first', () => {
   it('in the generated module every script sent to the server starts with "#!lua" and its flags, on line 1', () => {
     const sent = Object.values(scripts)
-    expect(sent).to.have.length(4)
+    expect(sent).to.have.length(6)
     for (const script of sent) {
       const [first] = script.lua.split('\n')
       expect(first, script.name).to.match(/^#!lua( flags=no-writes)?$/)
@@ -15,6 +15,7 @@ describe('each script opens with its #!lua line, first', () => {
     }
     expect(sent.filter((s) => s.lua.startsWith('#!lua flags=no-writes\n')).map((s) => s.name)).to.deep.equal([
       'bucketed (no-writes)',
+      'note (no-writes)',
       'sliding-log (no-writes)',
     ])
   })

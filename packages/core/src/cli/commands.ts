@@ -12,6 +12,7 @@ import { byKey, checkKnown, otherKeys } from './live-keys.js'
 import {
   columns,
   describePolicy,
+  learnedLine,
   otherRoute,
   periodLines,
   policyJson,
@@ -23,7 +24,7 @@ import {
   usageJson,
   usageLines,
 } from './output-format.js'
-import { createReadPeriod, createReadWindow, type ReadWindow } from './read-window.js'
+import { createReadPeriod, createReadWindow, type ReadWindow, readLearned } from './read-window.js'
 import { scanKeys } from './scan.js'
 import { globLiteral, parseStoredKey, type StoredKey } from './stored-keys.js'
 
@@ -91,6 +92,13 @@ export async function runCommand(command: Command, connected: Connected): Promis
         ['policy', describePolicy(fields, limit)],
         ...(calendar === undefined ? usageLines(usage, limit, next) : periodLines(usage, fields, limit, next)),
       ]
+      // What limitedFetch learned of the upstream behind this key, which its calls are admitted under (a calendar
+      // or in-flight policy learns nothing).
+      const learned =
+        fields.inFlight || calendar !== undefined
+          ? undefined
+          : await readLearned(connected.client, command.prefix, key, fields.window, limit)
+      if (learned) lines.push(['learned', learnedLine(learned)])
       // An empty key is most often the wrong route: the tenant's live keys of the policy say which to name.
       const empty = isEmpty(usage)
       const others = empty ? await otherKeys(policy, command, connected, redisKey) : []
@@ -102,6 +110,7 @@ export async function runCommand(command: Command, connected: Connected): Promis
           ...subject,
           ...usageJson(usage, fields),
           ...(next && { remaining: next.remaining, allowed: next.allowed, retryAfterMs: next.retryAfterMs }),
+          ...(learned && { learned }),
           ...(empty && { otherRoutes: others.map(otherRoute) }),
         },
       }

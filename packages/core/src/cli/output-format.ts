@@ -67,6 +67,10 @@ export function usageJson(
   }
 }
 
+/** A learned limit, for a person. */
+export const learnedLine = ({ limit, source }: { limit: number; source: 'headers' | 'aimd' }) =>
+  `limit ${limit}, from the upstream's ${source === 'headers' ? 'quota headers' : '429s (aimd)'}`
+
 /** Another live key's route as --json shows it: null for none or a hashed one. */
 export const otherRoute = (other: StoredKey) => (other.hasRoute ? (other.route ?? null) : null)
 

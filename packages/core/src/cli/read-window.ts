@@ -1,7 +1,9 @@
 import type { Cluster, Redis } from 'ioredis'
+import { type LearnedLimit, limitOf, parseNote } from '../limiter/learned-limits.js'
+import { noteKey } from '../store/redis-notes.js'
 import { numbers, toResult } from '../store/redis-store.js'
 import { createScriptRunner } from '../store/script-runner.js'
-import { bucketedReadOnlyScript, slidingLogReadOnlyScript } from '../store/scripts.generated.js'
+import { bucketedReadOnlyScript, noteReadOnlyScript, slidingLogReadOnlyScript } from '../store/scripts.generated.js'
 import { costWindowsCall, readSlidingLog } from '../store/sliding-log-call.js'
 import type { WindowRequest, WindowResult } from '../store/store.js'
 
@@ -44,4 +46,21 @@ export function createReadPeriod(client: Redis | Cluster, prefix: string) {
     const [value, [seconds, micros]] = await Promise.all([client.getBuffer(`${prefix}:${key}`), client.time()])
     return { value, nowUs: Number(seconds) * 1_000_000 + Number(micros) }
   }
+}
+
+/**
+ * The limit limitedFetch's `adapt` learned for a window key (its note), read with the no-writes twin of
+ * lua/note.lua; undefined when there is none, or none below `limit` (the policy's, when the command was given it).
+ */
+export async function readLearned(
+  client: Redis | Cluster,
+  prefix: string,
+  key: string,
+  windowMs: number,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<LearnedLimit | undefined> {
+  const reply = await createScriptRunner(client).run(noteReadOnlyScript, [noteKey(prefix, key)], ['r'])
+  const [, value, now] = Array.isArray(reply) ? reply : []
+  if (typeof value !== 'string' || typeof now !== 'number') return undefined
+  return limitOf(parseNote(value), now, { window: windowMs, limit })
 }

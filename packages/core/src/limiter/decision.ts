@@ -1,4 +1,5 @@
 import type { WindowResult } from '../store/store.js'
+import type { LearnedLimit } from './learned-limits.js'
 import type { Policy } from './policy.js'
 
 /** Who made a decision: the shared store, this process's local tier, the fail-open fallback window, or nobody (failing open unlimited). */
@@ -31,6 +32,11 @@ export interface Decision {
    * call that runs long. Resolves false once they are gone (released, or expired). Not enumerable.
    */
   readonly extend?: (ms?: number | string) => Promise<boolean>
+  /**
+   * On a peek: the limit the fleet learned of the key's upstream (limitedFetch's `adapt`), below the policy's, and
+   * where it came from; the decision is made under it.
+   */
+  readonly learned?: LearnedLimit
 }
 
 /** A policy's decision from its window's result under `limit`; a fallback decision reports the fallback limit. */

@@ -5,6 +5,7 @@ import type { Store } from '../store/store.js'
 import type { ReleaseResult, SettleOptions, SettleResult } from './after-call.js'
 import type { Decision } from './decision.js'
 import type { KeyInput } from './keys.js'
+import type { LearnedLimit, Lesson } from './learned-limits.js'
 import type { LocalOptions } from './local-tier.js'
 import type { Policy, PolicyOptions } from './policy.js'
 
@@ -120,6 +121,11 @@ export type LimiterEvents = {
   degraded: [decision: Decision]
   breakerOpen: []
   breakerClose: []
+  /**
+   * The limit this process holds a key to changed: learned (from the upstream's headers or its 429s, in any
+   * process), or back to the policy's (`undefined`). The key is the window's store key.
+   */
+  learned: [key: string, learned: LearnedLimit | undefined]
 }
 
 /** What refund() did: `units` removed, or why none were. */
@@ -145,8 +151,27 @@ export interface RateLimiter {
   consume(key: KeyInput, options?: ConsumeOptions): Promise<Decision>
   /** Waits, first-in first-out with this process's other waiters on the key, until admitted. */
   acquire(key: KeyInput, options?: AcquireOptions): Promise<Decision>
-  /** The decision one unit would get now, without consuming anything. */
+  /**
+   * The decision one unit would get now, without consuming anything. In a limiter that learns (limitedFetch's
+   * `adapt` uses it, or `learned` or `learn` was called), under the limit the fleet learned for the key, when there
+   * is one (`decision.learned` says which).
+   */
   peek(key: KeyInput, options?: PeekOptions): Promise<Decision>
+  /**
+   * The limit the fleet learned for the key from its upstream (limitedFetch's `adapt`), below the policy's; undefined
+   * when there is none. Read from the store at most once a window (or a second) per process, and again as soon as
+   * the store announces a change.
+   */
+  learned(key: KeyInput): Promise<LearnedLimit | undefined>
+  /**
+   * Teaches the fleet what an upstream said (what limitedFetch does with `adapt`): `{ source: 'headers', limit }`, a
+   * quota per the policy's window, lowers the key's limit to it (it lapses after two windows unless stated again;
+   * one at or above the policy's ends it); `{ source: 'aimd', used? }`, a 429, cuts it to 0.7 of `used` (the units in
+   * the window when the refused call was admitted) or of the limit, whichever is lower, at least 1 and at most once a
+   * window, and it then grows back by 2% of the policy's limit each window. Kept in the store, so every process holds
+   * to it. A limiter of one rate policy only. Resolves with the limit the key is held to now.
+   */
+  learn(key: KeyInput, lesson: Lesson): Promise<LearnedLimit | undefined>
   /**
    * Forgets every unit of the key. Bounded like a decision: while the store is unreachable it rejects with a
    * StoreError (at once, or at `timeoutMs`), whatever the policy's `onStoreError`.

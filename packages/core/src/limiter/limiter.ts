@@ -1,19 +1,20 @@
 import { parseDuration } from '../common/duration.js'
 import { createEmitter } from '../common/emitter.js'
 import { OptionError } from '../common/errors.js'
-import { checkOptionNames } from '../common/validate.js'
 import { serversOf } from '../store/server-set.js'
 import { createAcquireQueue } from './acquire-queue.js'
 import { createAfterCall, type Receipt } from './after-call.js'
-import { type CallPlan, createCallPlans, windowRequests } from './call-plans.js'
+import { type CallPlan, createCallPlans } from './call-plans.js'
 import { createDecide } from './decide.js'
-import { combine, type Decision, toDecision } from './decision.js'
+import type { Decision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
 import type { KeyInput } from './keys.js'
+import { createLearning } from './learned-limits.js'
 import { resolveLimiterOptions } from './limiter-options.js'
 import { withStore } from './limiter-stores.js'
 import type { AcquireOptions, LimiterEvents, RateLimiter, RateLimiterOptions } from './limiter-types.js'
 import { createLocalTier, noLocalCounts } from './local-tier.js'
+import { createPeeks } from './peeks.js'
 import { MAX_HOLD_MS, type Policy } from './policy.js'
 import { Receipted } from './receipts.js'
 import { createRefunds } from './refunds.js'
@@ -160,15 +161,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       throw caller.failure(error, key)
     })
   }
-  const peekOf = (windows: readonly Window[]) =>
-    askStore(windows, () => store.peek(windowRequests(windows, 1))).then((results) =>
-      combine(
-        results.map((result, i) =>
-          toDecision(result, 'store', (windows[i] as Window).policy, (windows[i] as Window).limit),
-        ),
-      ),
-    )
   const idOf = (windows: readonly Window[]) => windows.map((w) => w.key).join(' ')
+  // What limitedFetch learns of an upstream's quota, kept in the store beside the key's window.
+  const learning = createLearning(policies, {
+    store,
+    bounded: (key, send) => askStore([{ key } as Window], send),
+    changed: (key, learned) => events.emit('learned', key, learned),
+    windowKeyOf: (key) => (plans.windowsOf(key, undefined)[0] as Window).key,
+  })
+  const peeks = createPeeks({ store, plans, askStore, learned: learning.peekLearned, limit: first.limit })
 
   return withStore(store, {
     policy: first,
@@ -196,10 +197,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       )
       return acquireQueue.acquire(queueKey, { plan, transitMs }, plan.cost, maxWaitMs, signal, plan.costs)
     },
-    async peek(key, options) {
-      if (options !== undefined) checkOptionNames(options, 'options', ['limit', 'anchor'])
-      return peekOf(plans.windowsOf(key, plans.limitsOf(options?.limit), plans.anchorsOf(options?.anchor)))
-    },
+    peek: peeks.peek,
+    learned: learning.learned,
+    learn: learning.learn,
     async reset(key) {
       const windows = plans.windowsOf(key, undefined)
       tier?.forget(idOf(windows))
@@ -223,7 +223,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       if (!servers) return true
       if (store.isConnected?.() === false) return false
       if (servers.state === 'closed') return true
-      return peekOf(plans.windowsOf(READY_PROBE_TENANT, undefined)).then(
+      return peeks.peekOf(plans.windowsOf(READY_PROBE_TENANT, undefined)).then(
         () => servers.state === 'closed',
         () => false,
       )

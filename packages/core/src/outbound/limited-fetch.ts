@@ -5,6 +5,7 @@ import type { Decision } from '../limiter/decision.js'
 import type { KeyInput } from '../limiter/keys.js'
 import type { CallCost, RateLimiter } from '../limiter/limiter-types.js'
 import { MAX_HOLD_MS, MAX_LIMIT, type Policy } from '../limiter/policy.js'
+import { type AdaptMode, checkAdapt, createAdapter } from './adapt.js'
 import { createCallEnd, type ReadCost } from './call-end.js'
 import { retryAfterOf } from './retry-after.js'
 
@@ -59,6 +60,23 @@ export interface LimitedFetchOptions {
    * was given. Default: console.warn.
    */
   onSettleError?: (error: unknown, response: Response) => void
+  /**
+   * What the fleet learns of the upstream's quota from its answers, kept in the store so that every process holds
+   * to it (see `limiter.peek(key).learned` and the limiter's 'learned' event):
+   * - 'headers' (the default): the IETF `RateLimit`/`RateLimit-Policy` fields and the `x-ratelimit-*` family
+   *   (OpenAI's `-requests`/`-tokens` too). A quota lower than the limiter's lowers the key's limit (scaled to its
+   *   window; never above the configured limit; it lapses two windows after the upstream last stated it), and an
+   *   answer that says none is left pauses the key fleet-wide until the quota resets (capped by `maxPauseMs`), and
+   *   serves a 429 or 503 as its Retry-After when it has none.
+   * - 'aimd', for an upstream that only answers 429: a 429 pauses the fleet for its Retry-After and cuts the key's
+   *   limit to 0.7 of what the window held when the refused call was admitted (or of the limit, if lower; at most
+   *   once a window, at least 1); it grows back by 2% of the configured limit each window.
+   * - false: nothing is learned; a 429 or 503 with Retry-After still pauses the fleet.
+   *
+   * A limit is learned for a limiter of one rate policy; with several policies, 'headers' pauses only, and 'aimd'
+   * is refused at construction.
+   */
+  adapt?: AdaptMode
 }
 
 const OPTION_NAMES = optionNames<LimitedFetchOptions>({
@@ -71,6 +89,7 @@ const OPTION_NAMES = optionNames<LimitedFetchOptions>({
   transitMs: true,
   settle: true,
   onSettleError: true,
+  adapt: true,
 })
 
 const now = () => performance.now()
@@ -106,6 +125,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
   const { key, maxRetries, maxWaitMs, maxPauseMs, cost, transitMs } = config
   const send: FetchFunction = config.fetch ?? ((input, init) => globalThis.fetch(input, init))
   const end = createCallEnd({ limiter, settle: config.settle, onSettleError: config.onSettleError })
+  const adapter = createAdapter(limiter, config.adapt, key, typeof cost === 'number' ? cost : undefined)
 
   return async (input, init) => {
     const deadline = now() + maxWaitMs
@@ -117,13 +137,15 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
       let decision: Decision
       try {
         signal?.throwIfAborted()
-        const maxWait = Math.max(0, Math.floor(deadline - now()))
-        decision = await limiter.acquire(key, {
-          maxWaitMs: maxWait,
-          ...(signal && { signal }),
-          ...(cost !== undefined && { cost }),
-          ...(transitMs > 0 && { transitMs }),
-        })
+        decision = await adapter.admit((limit) =>
+          limiter.acquire(key, {
+            maxWaitMs: Math.max(0, Math.floor(deadline - now())),
+            ...(limit !== undefined && { limit }),
+            ...(signal && { signal }),
+            ...(cost !== undefined && { cost }),
+            ...(transitMs > 0 && { transitMs }),
+          }),
+        )
       } catch (error) {
         if (last && isFleetlimitError(error, 'ERR_FLEETLIMIT_TIMEOUT')) return last
         await discard(last)
@@ -141,8 +163,17 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
         await end.failed(decision)
         throw error
       }
-      const waitMs = response.status === 429 || response.status === 503 ? retryAfterOf(response.headers) : undefined
-      if (waitMs === undefined) return end.handOver(decision, response, signal)
+      // What the answer says of the quota: the fleet is paused first, then learns (a store call or two), so that
+      // as few calls as possible are admitted in between.
+      const answer = adapter.read(response, decision)
+      const refused = response.status === 429 || response.status === 503
+      const waitMs = refused ? (retryAfterOf(response.headers) ?? answer.pauseMs) : undefined
+      if (waitMs === undefined) {
+        // An answer that says the quota has nothing left: the fleet waits for its reset.
+        if (answer.pauseMs) await limiter.pause(key, Math.min(answer.pauseMs, maxPauseMs)).catch(() => {})
+        await adapter.teach(answer.lesson)
+        return end.handOver(decision, response, signal)
+      }
       const pauseMs = Math.min(waitMs, maxPauseMs)
       // The whole fleet stops, whether or not this call tries again.
       if (pauseMs > 0) {
@@ -154,6 +185,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
           throw error
         }
       }
+      await adapter.teach(answer.lesson)
       if (attempt >= maxRetries || !replayable || pauseMs > deadline - now()) {
         return end.handOver(decision, response, signal)
       }
@@ -174,6 +206,7 @@ interface ResolvedOptions {
   readonly transitMs: number
   readonly settle: ReadCost | undefined
   readonly onSettleError: (error: unknown, response: Response) => void
+  readonly adapt: AdaptMode
 }
 
 // The transit a request to an upstream is given by default: a new connection arrived 76 ms late in a fleet's
@@ -217,6 +250,7 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
         : parseDuration(options.transitMs, 'transitMs', { min: 0, max: MAX_HOLD_MS }),
     settle,
     onSettleError: optionalFunction(options.onSettleError, 'onSettleError') ?? warnSettleError,
+    adapt: checkAdapt(options.adapt, limiter),
   })
 }
 

@@ -5,6 +5,7 @@ import { createDecisions } from './memory/decisions.js'
 import { createHolds } from './memory/holds.js'
 import { createKeyTable, type EntrySlot } from './memory/key-table.js'
 import { createLeases } from './memory/leases.js'
+import { createNotes } from './memory/notes.js'
 import { createSettleRefund } from './memory/settle-refund.js'
 import { createSlots } from './memory/slots.js'
 import { createSweep } from './memory/sweep.js'
@@ -13,6 +14,8 @@ import {
   type Lease,
   type LeaseRequest,
   type LeaseResult,
+  type NoteState,
+  type NoteWrite,
   type RefundRequest,
   type SettleRequest,
   type SlotRequest,
@@ -54,6 +57,8 @@ export interface MemoryStore extends Store {
   extend(slots: readonly SlotRequest[], ms: number): Promise<number>
   settle(requests: readonly SettleRequest[], id: string): Promise<StoreSettle>
   onSlotFree(listener: (keys: readonly string[] | undefined) => void): void
+  readNote(key: string): Promise<NoteState>
+  writeNote(key: string, value: string | undefined, ttlMs: number, expected?: string | null): Promise<NoteWrite>
   plan(requests: readonly WindowRequest[]): StorePlan
   decideNow(plan: StorePlan, at?: number): WindowResult[]
 }
@@ -94,6 +99,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const { housekeep } = sweeper
   const { entries } = table
   const changes = createWeakSignal<[readonly string[] | undefined]>()
+  const notes = createNotes(maxKeys, clock)
 
   function sweep(): number {
     const now = clock()
@@ -123,6 +129,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       if (entry !== undefined) table.drop(key, entry)
       holds.end(key)
       changes.emit([key])
+    },
+    readNote: async (key) => notes.read(key),
+    writeNote: async (key, value, ttlMs, expected) => {
+      const write = notes.write(key, value, ttlMs, expected)
+      if (write.written) changes.emit([key])
+      return write
     },
     // Several limiters on this store each have their local tier: a reset or pause through one reaches the others.
     onKeyChange: changes.add,

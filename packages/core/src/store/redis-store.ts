@@ -6,6 +6,7 @@ import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { adaptClient, type RedisStoreClient } from './clients/adapt-client.js'
 import { clusterSlot } from './cluster-slot.js'
 import { createRunBefore, type Deadline } from './guarded-call.js'
+import { noteCalls } from './redis-notes.js'
 import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript } from './scripts.generated.js'
 import { createServerSet, guardStore } from './server-set.js'
@@ -246,6 +247,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       }
       await announce(requests.map((request) => request.key))
     },
+    ...noteCalls(runner, prefix, announce),
     reset: async (key) => {
       await adapter.del(`${prefix}:${key}`)
       await announce([key])

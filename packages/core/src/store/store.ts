@@ -101,6 +101,17 @@ export interface HoldRequest {
   readonly period?: boolean
 }
 
+/** A note as read or written: its value (undefined: none) and the store's time then, in ms. */
+export interface NoteState {
+  readonly value: string | undefined
+  readonly now: number
+}
+
+/** What writeNote did: whether it wrote, and the note as it is now. */
+export interface NoteWrite extends NoteState {
+  readonly written: boolean
+}
+
 /** A store's answer for one window, in the scripts' terms. */
 export interface WindowResult {
   /** This window alone has room for the cost (it was recorded only if every window of the call had room). */
@@ -222,6 +233,17 @@ export interface Store {
    * the keys (without the prefix); `undefined` when messages may have been missed.
    */
   onSlotFree?(listener: (keys: readonly string[] | undefined) => void): void
+  /**
+   * A note kept beside a window key (what a fleet learned of an upstream's quota): its value and the store's time.
+   * Notes are few, short strings; each expires.
+   */
+  readNote?(key: string): Promise<NoteState>
+  /**
+   * Sets the note of `key` (a window key, without the prefix) to `value` for `ttlMs`, or removes it (`value`
+   * undefined), in one atomic step, if it holds `expected` now: a string, that exact value; null, no note;
+   * undefined, anything. A note written or removed is a change of `key` that every process's onKeyChange hears.
+   */
+  writeNote?(key: string, value: string | undefined, ttlMs: number, expected?: string | null): Promise<NoteWrite>
   /** For a remote store: false while its connection is down, so that limiters do not send at all. */
   isConnected?(): boolean
   /**
@@ -262,6 +284,8 @@ const METHODS: { readonly [K in Exclude<keyof Store, typeof STORE>]-?: boolean }
   extend: false,
   settle: false,
   onSlotFree: false,
+  readNote: false,
+  writeNote: false,
   isConnected: false,
   readySince: false,
   lastError: false,

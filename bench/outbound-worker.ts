@@ -1,0 +1,130 @@
+// One process of the outbound fleet: from the common start until the end, `concurrency` loops each call the
+// upstream, one call after the other, through limitedFetch (with the row's adapt) or through Bottleneck's Redis
+// clustering. Started by outbound.ts with fork().
+
+import { createRateLimiter, limitedFetch, redisStore } from '@fleetlimit/core'
+import { sleep } from '@fleetlimit/test-kit/sleep'
+import Bottleneck from 'bottleneck'
+import { Redis } from 'ioredis'
+
+export interface OutboundWorkerConfig {
+  readonly redisUrl: string
+  /** Shared by the fleet's processes of one row, by no two rows. */
+  readonly key: string
+  readonly limiter: 'fleetlimit' | 'bottleneck'
+  readonly adapt: 'headers' | 'aimd' | false
+  readonly limit: number
+  readonly windowMs: number
+  readonly upstreamUrl: string
+  readonly concurrency: number
+}
+
+export interface OutboundWorkerReport {
+  readonly calls: number
+  readonly errors: Record<string, number>
+}
+
+const send = (message: unknown) =>
+  new Promise<void>((resolve, reject) => process.send?.(message, undefined, {}, (e) => (e ? reject(e) : resolve())))
+
+const errors: Record<string, number> = {}
+const record = (error: unknown) => {
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+  errors[message] = (errors[message] ?? 0) + 1
+}
+process.on('uncaughtException', record)
+process.on('unhandledRejection', record)
+
+type Call = (signal: AbortSignal) => Promise<unknown>
+
+/** limitedFetch on the fleet's Redis, configured 3x too high, as the issue's users do. */
+function fleetlimitCall(config: OutboundWorkerConfig): { call: Call; close: () => Promise<void> } {
+  const redis = new Redis(config.redisUrl)
+  const limiter = createRateLimiter({
+    store: redisStore(redis, { prefix: config.key }),
+    limit: config.limit,
+    window: config.windowMs,
+    name: 'upstream',
+    logger: { warn: record, info() {} },
+  })
+  const fetchLimited = limitedFetch(limiter, { key: 'upstream', adapt: config.adapt, maxWaitMs: '1m' })
+  return {
+    call: async (signal) => {
+      const response = await fetchLimited(config.upstreamUrl, { signal })
+      await response.arrayBuffer()
+    },
+    close: async () => void redis.disconnect(),
+  }
+}
+
+/**
+ * Bottleneck's nearest equivalent, shared through its Redis clustering: a reservoir of the configured limit
+ * refilled every window; an answer that says the quota has nothing left (or a 429) empties the reservoir for
+ * every process until Bottleneck's next refill, and a stated quota becomes the refill amount (updateSettings).
+ */
+async function bottleneckCall(config: OutboundWorkerConfig): Promise<{ call: Call; close: () => Promise<void> }> {
+  const { hostname, port } = new URL(config.redisUrl)
+  const limiter = new Bottleneck({
+    id: config.key,
+    datastore: 'ioredis',
+    clientOptions: { host: hostname, port: Number(port) },
+    reservoir: config.limit,
+    reservoirRefreshAmount: config.limit,
+    reservoirRefreshInterval: config.windowMs,
+    // Clustering refills the reservoir on a heartbeat, 5 s by default (its README asks for refresh intervals that
+    // are multiples of 5 s): 250 ms, its in-process default, lets it refill every second.
+    heartbeatInterval: 250,
+  })
+  limiter.on('error', record)
+  await limiter.ready()
+  let refill = config.limit
+  return {
+    call: async (signal) => {
+      const response = await limiter.schedule(() => fetch(config.upstreamUrl, { signal }))
+      await response.arrayBuffer()
+      const stated = Number(response.headers.get('x-ratelimit-limit') ?? Number.NaN)
+      const settings: { reservoir?: number; reservoirRefreshAmount?: number } = {}
+      if (Number.isInteger(stated) && stated > 0 && Math.min(stated, config.limit) !== refill) {
+        refill = Math.min(stated, config.limit)
+        settings.reservoirRefreshAmount = refill
+      }
+      if (response.status === 429 || response.headers.get('x-ratelimit-remaining') === '0') settings.reservoir = 0
+      if (Object.keys(settings).length > 0) await limiter.updateSettings(settings)
+    },
+    close: () => limiter.disconnect(),
+  }
+}
+
+process.once('message', async (config: OutboundWorkerConfig) => {
+  let gate: { call: Call; close: () => Promise<void> } | undefined
+  try {
+    gate = config.limiter === 'bottleneck' ? await bottleneckCall(config) : fleetlimitCall(config)
+  } catch (error) {
+    record(error)
+  }
+  await send({ type: 'ready' })
+  const { startAt, durationMs } = await new Promise<{ startAt: number; durationMs: number }>((resolve) =>
+    process.once('message', resolve),
+  )
+  await sleep(startAt - Date.now())
+  const endAt = startAt + durationMs
+  // Calls still waiting for admission at the end are abandoned.
+  const signal = AbortSignal.timeout(durationMs)
+  // Bottleneck's queue takes no signal: a call still queued at the end is left behind.
+  const ended = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()))
+  let calls = 0
+  const loop = async () => {
+    while (gate && Date.now() < endAt) {
+      calls++
+      try {
+        await Promise.race([gate.call(signal), ended])
+      } catch (error) {
+        if (!signal.aborted) record(error)
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: config.concurrency }, loop))
+  await send({ calls, errors } satisfies OutboundWorkerReport)
+  await gate?.close().catch(record)
+  process.disconnect()
+})

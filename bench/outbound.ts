@@ -1,0 +1,177 @@
+// Outbound part: the fleet of issue 40. Worker processes each call one upstream through limitedFetch with a limiter
+// configured 3x above the upstream's quota, which drops mid-run; the upstream counts what reaches it. One row per
+// adapt mode, and Bottleneck's nearest equivalent on its Redis clustering.
+import { type ChildProcess, fork } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { startQuotaUpstream, type UpstreamCounts } from './outbound-upstream.js'
+import type { OutboundWorkerConfig, OutboundWorkerReport } from './outbound-worker.js'
+import type { PartResult } from './run.js'
+
+export interface OutboundScenario {
+  readonly workers: number
+  /** Calls each worker keeps going at once (each loop calls again when its call ends). */
+  readonly concurrency: number
+  /** The limiter's configured limit per window. */
+  readonly limit: number
+  readonly windowMs: number
+  /** The upstream's quota per window, before and after `changeAtMs`. */
+  readonly quotas: readonly [number, number]
+  readonly changeAtMs: number
+  readonly durationMs: number
+}
+
+export const OUTBOUND_SCENARIO: OutboundScenario = {
+  workers: 4,
+  concurrency: 1,
+  limit: 60,
+  windowMs: 1_000,
+  quotas: [20, 10],
+  changeAtMs: 4_000,
+  durationMs: 8_000,
+}
+
+interface Row {
+  readonly id: string
+  readonly name: string
+  readonly limiter: OutboundWorkerConfig['limiter']
+  readonly adapt: OutboundWorkerConfig['adapt']
+  /** Whether the upstream states its quota in headers. */
+  readonly headers: boolean
+}
+
+const ROWS: readonly Row[] = [
+  { id: 'headers', name: "fleetlimit, adapt: 'headers'", limiter: 'fleetlimit', adapt: 'headers', headers: true },
+  {
+    id: 'aimd',
+    name: "fleetlimit, adapt: 'aimd' (no quota headers)",
+    limiter: 'fleetlimit',
+    adapt: 'aimd',
+    headers: false,
+  },
+  { id: 'false', name: 'fleetlimit, adapt: false', limiter: 'fleetlimit', adapt: false, headers: true },
+  {
+    id: 'bottleneck',
+    name: 'Bottleneck 2.19.5 (Redis clustering, reservoir from headers)',
+    limiter: 'bottleneck',
+    adapt: false,
+    headers: true,
+  },
+]
+
+export interface OutboundRow extends UpstreamCounts {
+  readonly id: string
+  readonly name: string
+  readonly headers: boolean
+  /** 429s / requests that reached the upstream. */
+  readonly refusedShare: number
+  /** Served / the quota of every window of the run. */
+  readonly servedShare: number
+  readonly calls: number
+  readonly errors: Record<string, number>
+}
+
+/** Waits for one message of the child, failing if it exits first. */
+function reply<T>(child: ChildProcess): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`outbound worker exited with ${code}`))
+    child.once('exit', onExit)
+    child.once('message', (message: T) => {
+      child.off('exit', onExit)
+      resolve(message)
+    })
+  })
+}
+
+async function measure(row: Row, redisUrl: string, scenario: OutboundScenario): Promise<OutboundRow> {
+  const { workers: count, concurrency, limit, windowMs, quotas, changeAtMs, durationMs } = scenario
+  const upstream = await startQuotaUpstream({ windowMs, quotas, changeAtMs, headers: row.headers })
+  const key = `outbound-${row.id}-${randomBytes(4).toString('hex')}`
+  const workerPath = fileURLToPath(new URL('./outbound-worker.ts', import.meta.url))
+  const workers = Array.from({ length: count }, () =>
+    fork(workerPath, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  )
+  try {
+    const ready = workers.map((child) => reply<unknown>(child))
+    const config: OutboundWorkerConfig = {
+      redisUrl,
+      key,
+      limiter: row.limiter,
+      adapt: row.adapt,
+      limit,
+      windowMs,
+      upstreamUrl: upstream.url,
+      concurrency,
+    }
+    for (const child of workers) child.send(config)
+    await Promise.all(ready)
+    const done = workers.map((child) => reply<OutboundWorkerReport>(child))
+    const startAt = Date.now() + 300
+    upstream.start(startAt, durationMs)
+    for (const child of workers) child.send({ startAt, durationMs })
+    const reports = await Promise.all(done)
+    const errors: Record<string, number> = {}
+    for (const report of reports) {
+      for (const [message, times] of Object.entries(report.errors)) errors[message] = (errors[message] ?? 0) + times
+    }
+    const counts = upstream.counts()
+    return {
+      id: row.id,
+      name: row.name,
+      headers: row.headers,
+      ...counts,
+      refusedShare: counts.requests === 0 ? 0 : counts.refused / counts.requests,
+      servedShare: counts.served / counts.quota,
+      calls: reports.reduce((sum, r) => sum + r.calls, 0),
+      errors,
+    }
+  } finally {
+    for (const child of workers) if (child.exitCode === null) child.kill()
+    await upstream.close()
+  }
+}
+
+const percent = (ratio: number) => `${(ratio * 100).toFixed(1)} %`
+
+export async function outbound(scenario: OutboundScenario = OUTBOUND_SCENARIO): Promise<PartResult> {
+  const server = await startRedisServer()
+  const rows: OutboundRow[] = []
+  try {
+    for (const row of ROWS) rows.push(await measure(row, server.url, scenario))
+  } finally {
+    await server.stop()
+  }
+  const { workers, concurrency, limit, windowMs, quotas, changeAtMs, durationMs } = scenario
+  const s = (ms: number) => `${ms / 1000} s`
+  const errorsOf = (row: OutboundRow) =>
+    Object.entries(row.errors)
+      .map(([message, times]) => `${times} × ${message.replaceAll('|', '\\|').replaceAll('\n', ' ')}`)
+      .join('; ') || 'none'
+  const markdown = [
+    `${workers} worker processes, each \`createRateLimiter({ limit: ${limit}, window: ${windowMs} })\` on one Redis`,
+    `and ${concurrency === 1 ? 'one loop' : `${concurrency} loops`} calling one upstream through it for ${s(durationMs)}. The upstream allows ${quotas[0]} requests`,
+    `per ${s(windowMs)} window (fixed windows from the start), then ${quotas[1]} after ${s(changeAtMs)}, answering 429 with`,
+    'Retry-After beyond it; where the row says so, every answer states the quota (`RateLimit-Policy`/`RateLimit` and',
+    '`x-ratelimit-limit`/`-remaining`/`-reset`, resets in whole seconds). Requests and 429s are what reached the',
+    'upstream; served is its 200s over the quota of every window of the run (what a perfect fleet gets).',
+    '',
+    '| limiter | quota headers | requests | 429s | 429 share | served | share of quota served | errors |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.headers ? 'yes' : 'no'} | ${r.requests} | **${r.refused}** | ${percent(r.refusedShare)} | ` +
+        `${r.served}/${r.quota} | **${percent(r.servedShare)}** | ${errorsOf(r)} |`,
+    ),
+    '',
+    'Per window (served/refused), as the upstream counted them:',
+    '',
+    `| limiter | ${rows[0]?.windows.map((w, i) => `${s(i * windowMs)} (quota ${w.quota})`).join(' | ')} |`,
+    `|---|${rows[0]?.windows.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.name} | ${r.windows.map((w) => `${w.served}/${w.refused}`).join(' | ')} |`),
+    '',
+    "Targets (issue 40): 'headers' at most 4 429s and at least 85 % served; 'aimd' at most 8 % 429s and at least",
+    '65 % served.',
+  ].join('\n')
+  return { title: 'Outbound: learning the upstream’s quota', markdown, data: { scenario, rows } }
+}

@@ -1,0 +1,262 @@
+// What a fleet learned of an upstream's quota, per key: a limit below the configured one, kept in the store as a
+// note beside the key's window (Store.readNote/writeNote) so that every process holds to one value. Each process
+// caches it for a short while, and drops the cache when the store announces a change of the key.
+
+import { OptionError } from '../common/errors.js'
+import { checkInteger } from '../common/validate.js'
+import { createNotes } from '../store/memory/notes.js'
+import type { NoteState, Store } from '../store/store.js'
+import type { KeyInput } from './keys.js'
+import { MAX_LIMIT, type Policy } from './policy.js'
+
+/** A learned limit and where it came from: the upstream's quota headers, or its 429s (AIMD). */
+export interface LearnedLimit {
+  /** The limit per window the fleet holds to now: below the policy's. */
+  readonly limit: number
+  readonly source: 'headers' | 'aimd'
+}
+
+/**
+ * What limitedFetch teaches: a quota the upstream stated (per the policy's window), or a 429 (AIMD: cut), with the
+ * units the window held when the refused call was admitted (`used`), when known: what the upstream let through.
+ */
+export type Lesson =
+  | { readonly source: 'headers'; readonly limit: number }
+  | { readonly source: 'aimd'; readonly used?: number }
+
+/**
+ * A note's value: `h <limit> <until>` (headers: the limit, until that store time), or `a <limit> <at> <step>`
+ * (AIMD: the limit cut to at store time `at`, grown by `step` each window since, up to the policy's limit).
+ */
+type Note =
+  | { source: 'headers'; limit: number; until: number }
+  | { source: 'aimd'; limit: number; at: number; step: number }
+
+/**
+ * AIMD's cut: to this share of what the window held when the refused call was admitted (the rate the upstream
+ * refused), or of the limit when lower. CUBIC's 0.7 rather than Reno's 0.5: in the outbound bench, 0.5 of the limit
+ * took two cuts from a limit 3x too high, and left a quarter of the quota unused.
+ */
+const CUT_SHARE = 0.7
+/** The share of the policy's limit AIMD grows back by each window without a 429 (at least 1). */
+const GROW_SHARE = 0.02
+/** A headers note lives this many windows past the last response that stated it (at least HEADERS_MIN_TTL_MS). */
+const HEADERS_WINDOWS = 2
+const HEADERS_MIN_TTL_MS = 1_000
+
+/** A lesson as given to `limiter.learn`, checked. */
+export function checkLesson(lesson: unknown): Lesson {
+  const { source, limit, used } = (lesson ?? {}) as { source?: unknown; limit?: unknown; used?: unknown }
+  if (source === 'aimd' && limit === undefined) {
+    return used === undefined ? { source } : { source, used: checkInteger(used, 'lesson.used', 0, MAX_LIMIT) }
+  }
+  if (source === 'headers') return { source, limit: checkInteger(limit, 'lesson.limit', 1, MAX_LIMIT) }
+  throw new OptionError(
+    'lesson',
+    lesson,
+    "{ source: 'headers', limit } (a quota per the policy's window) or { source: 'aimd', used? } (a 429)",
+  )
+}
+
+export function parseNote(value: string | undefined): Note | undefined {
+  if (value === undefined) return undefined
+  const [kind, ...rest] = value.split(' ')
+  const numbers = rest.map(Number)
+  if (!numbers.every((n) => Number.isSafeInteger(n) && n >= 0)) return undefined
+  const [limit, time, step] = numbers as [number, number, number?]
+  if (kind === 'h' && numbers.length === 2 && limit >= 1) return { source: 'headers', limit, until: time }
+  if (kind === 'a' && numbers.length === 3 && limit >= 1 && (step ?? 0) >= 1) {
+    return { source: 'aimd', limit, at: time, step: step as number }
+  }
+  return undefined
+}
+
+const formatNote = (note: Note) =>
+  note.source === 'headers' ? `h ${note.limit} ${note.until}` : `a ${note.limit} ${note.at} ${note.step}`
+
+/** The limit a note holds the fleet to at store time `now` under `policy`; undefined when none is below the policy's. */
+export function limitOf(
+  note: Note | undefined,
+  now: number,
+  policy: Pick<Policy, 'window' | 'limit'>,
+): LearnedLimit | undefined {
+  if (note === undefined) return undefined
+  let limit: number
+  if (note.source === 'headers') {
+    if (note.until <= now) return undefined
+    limit = note.limit
+  } else {
+    limit = note.limit + note.step * Math.floor(Math.max(0, now - note.at) / policy.window)
+  }
+  return limit < policy.limit ? { limit, source: note.source } : undefined
+}
+
+export interface LearnedLimitsOptions {
+  readonly store: Store
+  readonly policy: Policy
+  /** Runs a store call bounded like a decision (the limiter's guarded caller). */
+  readonly bounded: <T>(key: string, send: () => Promise<T>) => Promise<T>
+  /** Told of each change this process sees of a key's learned limit (undefined: back to the policy's). */
+  readonly changed: (key: string, learned: LearnedLimit | undefined) => void
+}
+
+interface Cached {
+  readonly value: string | undefined
+  readonly note: Note | undefined
+  /** The store's time when read, and this process's performance.now() then: the store time now is estimated. */
+  readonly storeNow: number
+  readonly readAt: number
+}
+
+/** The learned limits of one limiter's key windows (one policy's). */
+export function createLearnedLimits({ store, policy, bounded, changed }: LearnedLimitsOptions) {
+  // A store that keeps no notes: the learned limits stay in this process.
+  const notes =
+    store.readNote && store.writeNote
+      ? { read: store.readNote.bind(store), write: store.writeNote.bind(store) }
+      : inProcessNotes()
+  // A cached note is read again after a window (at most a second), or as soon as the store says the key changed.
+  const freshMs = Math.min(policy.window, 1_000)
+  const cache = new Map<string, Cached>()
+  const reading = new Map<string, Promise<LearnedLimit | undefined>>()
+  const told = new Map<string, string>()
+  const onChange = (keys: readonly string[] | undefined) => {
+    if (keys === undefined) cache.clear()
+    else for (const key of keys) cache.delete(key)
+  }
+  // Listens (a Redis store then subscribes) from the first use only: a limiter that never learns costs nothing.
+  let active = false
+  const activate = () => {
+    if (active) return
+    active = true
+    store.onKeyChange?.(onChange)
+  }
+
+  const describe = (learned: LearnedLimit | undefined) => (learned ? `${learned.source} ${learned.limit}` : '')
+  function remember(key: string, state: NoteState): LearnedLimit | undefined {
+    const note = parseNote(state.value)
+    cache.set(key, { value: state.value, note, storeNow: state.now, readAt: performance.now() })
+    return current(key, note, state.now)
+  }
+  /** The limit at store time `now`, told to the listener when it differs from the last one told. */
+  function current(key: string, note: Note | undefined, now: number): LearnedLimit | undefined {
+    const learned = limitOf(note, now, policy)
+    const said = describe(learned)
+    if ((told.get(key) ?? '') !== said) {
+      if (said === '') told.delete(key)
+      else told.set(key, said)
+      changed(key, learned)
+    }
+    return learned
+  }
+  const read = (key: string) => bounded(key, () => notes.read(key))
+  /** The note as cached, with the store time now estimated; undefined when not cached or stale. */
+  function cached(key: string): NoteState | undefined {
+    const entry = cache.get(key)
+    const age = entry && performance.now() - entry.readAt
+    return entry && (age as number) < freshMs
+      ? { value: entry.value, now: entry.storeNow + (age as number) }
+      : undefined
+  }
+  const write = (key: string, note: Note | undefined, ttlMs: number, expected?: string | null) =>
+    bounded(key, () => notes.write(key, note && formatNote(note), ttlMs, expected))
+
+  return {
+    /** Whether this limiter learned or asked what was learned: only then does its peek read the notes. */
+    get active() {
+      return active
+    },
+    /** The limit the fleet holds `key` to now; undefined for the policy's. Cached; a failed read rejects. */
+    learned(key: string): LearnedLimit | undefined | Promise<LearnedLimit | undefined> {
+      activate()
+      const state = cached(key)
+      if (state) return current(key, parseNote(state.value), state.now)
+      let pending = reading.get(key)
+      if (pending === undefined) {
+        pending = read(key)
+          .then((state) => remember(key, state))
+          .finally(() => reading.delete(key))
+        reading.set(key, pending)
+      }
+      return pending
+    },
+
+    /** Learns from an upstream's answer; resolves with the limit the fleet holds `key` to after it. */
+    async learn(key: string, lesson: Lesson): Promise<LearnedLimit | undefined> {
+      activate()
+      // A quota stated again is checked against the cached note: most answers then cost no store call. A cut reads
+      // afresh, and writes only over what it read.
+      const state = (lesson.source === 'headers' && cached(key)) || (await read(key))
+      const note = parseNote(state.value)
+      const { now } = state
+      const before = limitOf(note, now, policy)
+      if (lesson.source === 'headers') {
+        const ttlMs = Math.max(HEADERS_MIN_TTL_MS, HEADERS_WINDOWS * policy.window)
+        if (lesson.limit >= policy.limit) {
+          // The upstream allows the policy's limit: a lower one learned from headers ends now.
+          if (note?.source !== 'headers') return remember(key, state)
+          return remember(key, await write(key, undefined, 1, state.value))
+        }
+        // The same limit, still good for more than half its life: nothing to write.
+        if (note?.source === 'headers' && note.limit === lesson.limit && note.until - now > ttlMs / 2) {
+          return remember(key, state)
+        }
+        const until = Math.ceil(now + ttlMs)
+        return remember(key, await write(key, { source: 'headers', limit: lesson.limit, until }, ttlMs))
+      }
+      // AIMD: one cut per window, since the 429s of calls sent before the last cut say nothing new.
+      if (note?.source === 'aimd' && now - note.at < policy.window) return remember(key, state)
+      const base = Math.min(before?.limit ?? policy.limit, lesson.used ?? Number.POSITIVE_INFINITY)
+      const limit = Math.max(1, Math.floor(base * CUT_SHARE))
+      const step = Math.max(1, Math.round(policy.limit * GROW_SHARE))
+      // Until it has grown back to the policy's limit, and a window more.
+      const ttlMs = (Math.ceil((policy.limit - limit) / step) + 1) * policy.window
+      const cut: Note = { source: 'aimd', limit, at: Math.floor(now), step }
+      // Another process wrote first: its note stands (a cut of the same 429s, most likely).
+      return remember(key, await write(key, cut, ttlMs, state.value ?? null))
+    },
+  }
+}
+
+export type LearnedLimits = ReturnType<typeof createLearnedLimits>
+
+/**
+ * A limiter's `learned` and `learn`: through its key's window when it has one sliding-window policy; a limiter of
+ * several policies (or of in-flight slots, or of a calendar period) learns nothing, and refuses a lesson.
+ */
+export function createLearning(
+  policies: readonly Policy[],
+  options: Omit<LearnedLimitsOptions, 'policy'> & { readonly windowKeyOf: (key: KeyInput) => string },
+) {
+  const [policy] = policies
+  const limits =
+    policies.length === 1 && policy !== undefined && policy.concurrency === undefined && policy.period === undefined
+      ? createLearnedLimits({ ...options, policy })
+      : undefined
+  const { windowKeyOf } = options
+  return {
+    async learned(key: KeyInput): Promise<LearnedLimit | undefined> {
+      return limits?.learned(windowKeyOf(key))
+    },
+    /** For peek: the learned limit, once this limiter takes part in learning (a peek alone costs no extra call). */
+    async peekLearned(key: KeyInput): Promise<LearnedLimit | undefined> {
+      return limits?.active ? limits.learned(windowKeyOf(key)) : undefined
+    },
+    async learn(key: KeyInput, lesson: Lesson): Promise<LearnedLimit | undefined> {
+      if (limits === undefined) {
+        throw new OptionError('learn(key, lesson)', key, 'a limiter of one rate policy: it learns one limit per key')
+      }
+      return limits.learn(windowKeyOf(key), checkLesson(lesson))
+    },
+  }
+}
+
+/** Notes for a store that keeps none: this process's alone. */
+function inProcessNotes() {
+  const notes = createNotes(100_000, () => performance.now())
+  return {
+    read: async (key: string) => notes.read(key),
+    write: async (key: string, value: string | undefined, ttlMs: number, expected?: string | null) =>
+      notes.write(key, value, ttlMs, expected),
+  }
+}
