@@ -1,4 +1,4 @@
-// Outbound part: the fleet of issue 40. Worker processes each call one upstream through limitedFetch with a limiter
+// Outbound part: a fleet of workers sharing one upstream. Worker processes each call one upstream through limitedFetch with a limiter
 // configured 3x above the upstream's quota, which drops mid-run; the upstream counts what reaches it. One row per
 // adapt mode, and Bottleneck's nearest equivalent on its Redis clustering.
 import { type ChildProcess, fork } from 'node:child_process'
@@ -170,8 +170,6 @@ export async function outbound(scenario: OutboundScenario = OUTBOUND_SCENARIO): 
     `|---|${rows[0]?.windows.map(() => '---').join('|')}|`,
     ...rows.map((r) => `| ${r.name} | ${r.windows.map((w) => `${w.served}/${w.refused}`).join(' | ')} |`),
     '',
-    "Targets (issue 40): 'headers' at most 4 429s and at least 85 % served; 'aimd' at most 8 % 429s and at least",
-    '65 % served.',
   ].join('\n')
   return { title: 'Outbound: learning the upstream’s quota', markdown, data: { scenario, rows } }
 }
