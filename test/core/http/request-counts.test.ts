@@ -1,6 +1,7 @@
 import { createRateLimiter, type Decision, definePolicy, isFleetlimitError, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { createRequestCounts } from '../../../packages/core/src/http/request-counts.js'
+import { thrown } from '../../support/thrown.js'
 
 const decisionOf = (policy: string, remaining: number, policies?: Decision[]): Decision => ({
   allowed: true,
@@ -15,15 +16,6 @@ const decisionOf = (policy: string, remaining: number, policies?: Decision[]): D
 
 const global = definePolicy({ name: 'global', limit: 10, window: '1m', scope: 'tenant' })
 const search = definePolicy({ name: 'search', limit: 3, window: '1m' })
-
-function thrown(run: () => unknown): unknown {
-  try {
-    run()
-  } catch (error) {
-    return error
-  }
-  return undefined
-}
 
 describe('request counts (http/request-counts.ts)', () => {
   it('enter is true once per limiter and request, for any middleware built on that limiter', () => {

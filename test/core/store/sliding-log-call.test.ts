@@ -15,6 +15,7 @@ import {
   splitRun,
   windowsCall,
 } from '../../../packages/core/src/store/sliding-log-call.js'
+import { thrown } from '../../support/thrown.js'
 
 /** Bytes from a list of fields: [kind, value], each written big-endian as lua/sliding-log.lua reads it. */
 function bytesOf(fields: readonly (readonly ['u16' | 'u8' | 'i8' | 'u32' | 'u48' | 'd' | 's', number | string])[]) {
@@ -42,15 +43,6 @@ const head = (size: number, op: string, units: number, deadline = 0) =>
     ['d', units],
     ['d', deadline],
   ] as const
-
-function thrown(run: () => unknown): unknown {
-  try {
-    run()
-  } catch (error) {
-    return error
-  }
-  return undefined
-}
 
 describe('sliding-log call (store/sliding-log-call.ts)', () => {
   describe('the argument', () => {

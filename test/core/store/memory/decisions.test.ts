@@ -5,6 +5,7 @@ import { createHolds } from '../../../../packages/core/src/store/memory/holds.js
 import { createKeyTable, type EntrySlot } from '../../../../packages/core/src/store/memory/key-table.js'
 import { createSlots } from '../../../../packages/core/src/store/memory/slots.js'
 import type { WindowRequest } from '../../../../packages/core/src/store/store.js'
+import { thrown } from '../../../support/thrown.js'
 
 const log = (key: string, cost = 1, extra: Partial<WindowRequest> = {}): WindowRequest => ({
   key,
@@ -24,15 +25,6 @@ function setUp() {
   const sweep = { housekeep: (at: number, adding: number) => void housekept.push([at, adding]) }
   const decisions = createDecisions(table, holds, slots, sweep, clock)
   return { decisions, table, holds, housekept, at: (ms: number) => (now = ms) }
-}
-
-function thrown(run: () => unknown): unknown {
-  try {
-    run()
-  } catch (error) {
-    return error
-  }
-  return undefined
 }
 
 describe('memory store decisions (store/memory/decisions.ts)', () => {

@@ -2,6 +2,7 @@ import { isFleetlimitError } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { createHolds, held } from '../../../../packages/core/src/store/memory/holds.js'
 import type { WindowRequest, WindowResult } from '../../../../packages/core/src/store/store.js'
+import { thrown } from '../../../support/thrown.js'
 
 const result: WindowResult = { allowed: true, remaining: 4, retryAfterMs: 0, resetMs: 900, now: 100 }
 const request = (key: string, blockMs?: number): WindowRequest => ({
@@ -11,15 +12,6 @@ const request = (key: string, blockMs?: number): WindowRequest => ({
   cost: 1,
   ...(blockMs === undefined ? {} : { blockMs }),
 })
-
-function thrown(run: () => unknown): unknown {
-  try {
-    run()
-  } catch (error) {
-    return error
-  }
-  return undefined
-}
 
 describe('memory store holds (store/memory/holds.ts)', () => {
   it('a key is held until its hold ends, exactly, and not after', () => {

@@ -2,19 +2,11 @@ import { isFleetlimitError } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { createKeyTable, type EntrySlot, isIdle } from '../../../../packages/core/src/store/memory/key-table.js'
 import type { WindowRequest } from '../../../../packages/core/src/store/store.js'
+import { thrown } from '../../../support/thrown.js'
 
 const log = (key: string): WindowRequest => ({ key, limit: 5, windowMs: 1_000, cost: 1 })
 const bucketed = (key: string): WindowRequest => ({ key, limit: 5, windowMs: 1_000, cost: 1, buckets: 4 })
 const slots = (key: string): WindowRequest => ({ key, limit: 5, windowMs: 1_000, cost: 1, slots: true })
-
-function thrown(run: () => unknown): unknown {
-  try {
-    run()
-  } catch (error) {
-    return error
-  }
-  return undefined
-}
 
 describe('memory store key table (store/memory/key-table.ts)', () => {
   it('makes one entry per key of the kind asked, and finds the same one again', () => {
