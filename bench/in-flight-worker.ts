@@ -2,6 +2,7 @@
 // queues all its tasks at once and reports how they ended. Started by in-flight-fleet.ts with fork().
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import type { CallResult, CreateGate, Gate, GateOptions } from './in-flight-peers.js'
+import { countErrors, send } from './worker-ipc.js'
 
 export interface WorkerConfig {
   readonly module: string
@@ -24,16 +25,7 @@ export interface WorkerReport {
   readonly errors: Record<string, number>
 }
 
-const send = (message: unknown) =>
-  new Promise<void>((resolve, reject) => process.send?.(message, undefined, {}, (e) => (e ? reject(e) : resolve())))
-
-const errors: Record<string, number> = {}
-const record = (error: unknown) => {
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  errors[message] = (errors[message] ?? 0) + 1
-}
-process.on('uncaughtException', record)
-process.on('unhandledRejection', record)
+const { errors, record } = countErrors()
 
 async function callUpstream(url: string): Promise<CallResult> {
   const response = await fetch(url)

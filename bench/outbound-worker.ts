@@ -6,6 +6,7 @@ import { createRateLimiter, limitedFetch, redisStore } from '@fleetlimit/core'
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import Bottleneck from 'bottleneck'
 import { Redis } from 'ioredis'
+import { countErrors, send } from './worker-ipc.js'
 
 export interface OutboundWorkerConfig {
   readonly redisUrl: string
@@ -24,20 +25,11 @@ export interface OutboundWorkerReport {
   readonly errors: Record<string, number>
 }
 
-const send = (message: unknown) =>
-  new Promise<void>((resolve, reject) => process.send?.(message, undefined, {}, (e) => (e ? reject(e) : resolve())))
-
-const errors: Record<string, number> = {}
-const record = (error: unknown) => {
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  errors[message] = (errors[message] ?? 0) + 1
-}
-process.on('uncaughtException', record)
-process.on('unhandledRejection', record)
+const { errors, record } = countErrors()
 
 type Call = (signal: AbortSignal) => Promise<unknown>
 
-/** limitedFetch on the fleet's Redis, configured 3x too high, as the issue's users do. */
+/** limitedFetch on the fleet's Redis, configured 3x too high, as a fleet told the wrong quota is. */
 function fleetlimitCall(config: OutboundWorkerConfig): { call: Call; close: () => Promise<void> } {
   const redis = new Redis(config.redisUrl)
   const limiter = createRateLimiter({
