@@ -19,7 +19,7 @@ describe('the fleetlimit command line on a Redis Cluster (--cluster seeds)', fun
     await once(client, 'ready')
   })
   after(async () => {
-    client.disconnect()
+    client?.disconnect()
     await cluster?.stop()
   })
 

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -20,37 +22,67 @@ export interface RedisCluster {
   stop(): Promise<void>
 }
 
-export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } = {}): Promise<RedisCluster> {
-  const dir = await mkdtemp(join(tmpdir(), 'fleetlimit-cluster-'))
-  const count = masters * (1 + replicasPerMaster)
+/** Whether nothing listens on `port` of 127.0.0.1 now. */
+async function isFree(port: number): Promise<boolean> {
+  const server = createServer()
+  server.listen(port, '127.0.0.1')
+  const listening = await Promise.race([
+    once(server, 'listening').then(() => true),
+    once(server, 'error').then(() => false),
+  ])
+  server.close()
+  return listening
+}
+
+/** `count` ports free now, each with its cluster bus port (port + 10 000) free too. */
+async function freeNodePorts(count: number): Promise<number[]> {
   const ports: number[] = []
   while (ports.length < count) {
     const port = await freePort()
-    if (!ports.includes(port) && !ports.includes(port - 10_000) && port + 10_000 < 65_536) ports.push(port)
+    if (ports.includes(port) || ports.includes(port - 10_000) || port + 10_000 >= 65_536) continue
+    if (await isFree(port + 10_000)) ports.push(port)
   }
-  const nodes = await Promise.all(
-    ports.map((port) =>
-      startRedisServer(
-        [
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          '1000',
-          // While a dead master's slots wait for its replica, the other masters keep serving theirs.
-          '--cluster-require-full-coverage',
-          'no',
-          // A replica's first sync starts at once, not after the default 5 s wait for more replicas.
-          '--repl-diskless-sync-delay',
-          '0',
-          '--dir',
-          dir,
-        ],
-        { port },
-      ),
-    ),
-  )
+  return ports
+}
+
+/** A cluster node's options, its files in `dir`. */
+function nodeArgs(dir: string, port: number): string[] {
+  return [
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, `nodes-${port}.conf`),
+    '--cluster-node-timeout',
+    '1000',
+    // While a dead master's slots wait for its replica, the other masters keep serving theirs.
+    '--cluster-require-full-coverage',
+    'no',
+    // A replica's first sync starts at once, not after the default 5 s wait for more replicas.
+    '--repl-diskless-sync-delay',
+    '0',
+    '--dir',
+    dir,
+  ]
+}
+
+export async function startRedisCluster({ masters = 3, replicasPerMaster = 1 } = {}): Promise<RedisCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'fleetlimit-cluster-'))
+  const count = masters * (1 + replicasPerMaster)
+  // A node listens on its port and on its cluster bus port (port + 10 000); either may be taken meanwhile by another
+  // process's connection, so a start that fails is tried again on other ports.
+  let ports: number[] = []
+  let nodes: RedisServer[] = []
+  for (let attempt = 1; nodes.length === 0; attempt++) {
+    ports = await freeNodePorts(count)
+    const started = await Promise.allSettled(ports.map((port) => startRedisServer(nodeArgs(dir, port), { port })))
+    const failed = started.find((result) => result.status === 'rejected')
+    if (failed === undefined) {
+      nodes = started.map((result) => (result as PromiseFulfilledResult<RedisServer>).value)
+      break
+    }
+    await Promise.all(started.map((result) => (result.status === 'fulfilled' ? result.value.stop() : undefined)))
+    if (attempt === 3) throw (failed as PromiseRejectedResult).reason
+  }
   const addresses = ports.map((port) => `127.0.0.1:${port}`)
   await run('redis-cli', [
     '--cluster',
