@@ -167,7 +167,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     store,
     bounded: (key, send) => askStore([{ key } as Window], send),
     changed: (key, learned) => events.emit('learned', key, learned),
-    windowKeyOf: (key) => (plans.windowsOf(key, undefined)[0] as Window).key,
+    // The cached plan's key: learned limits are read twice per limitedFetch attempt, with no key built each time.
+    windowKeyOf: (key) => (plans.planOf(key, undefined, []).windows[0] as Window).key,
   })
   const peeks = createPeeks({ store, plans, askStore, learned: learning.peekLearned, limit: first.limit })
 
