@@ -140,6 +140,24 @@ describe('calendar quotas on the memory store and on Redis', () => {
         const upgraded = await limiter.consume('t', { limit: 5 })
         expect([upgraded.allowed, upgraded.remaining]).to.deep.equal([true, 2])
       })
+
+      it('10,000 concurrent calls on a daily 100 stacked with a sliding 1,000/s: exactly 100 admitted, all by the day', async function () {
+        this.timeout(60_000)
+        const limiter = createRateLimiter({
+          store: kind.make(),
+          policies: [
+            // A deadline far beyond the burst: this asserts what is decided, not how fast (a busy CI machine).
+            { name: 'burst', limit: 1_000, window: '1s', timeoutMs: '20s' },
+            { name: 'daily', limit: 100, period: 'day', timeZone: 'Pacific/Auckland', timeoutMs: '20s' },
+          ],
+          local: false,
+        })
+        const decisions = await Promise.all(Array.from({ length: 10_000 }, () => limiter.consume('hot')))
+        expect(decisions.filter((d) => d.allowed)).to.have.length(100)
+        const denied = decisions.filter((d) => !d.allowed)
+        expect(new Set(denied.map((d) => d.policy))).to.deep.equal(new Set(['daily']))
+        expect((await limiter.peek('hot')).remaining).to.equal(0)
+      })
     })
   }
 
