@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import { expect } from 'chai'
 import type { ResolvedHttpOptions } from '../../../packages/core/src/http/resolved-http-options.js'
 import { createSettler, type NodeResponse, onResponseEnd } from '../../../packages/core/src/http/settle.js'
-import type { Decision } from '../../../packages/core/src/limiter/decision.js'
+import { admittedDecision } from '../../support/decisions.js'
 
 /** A Node response stand-in: finish() and close() emit as http.ServerResponse does. */
 class FakeResponse extends EventEmitter implements NodeResponse {
@@ -17,15 +17,7 @@ class FakeResponse extends EventEmitter implements NodeResponse {
   }
 }
 
-const admitted: Decision = {
-  allowed: true,
-  limit: 5,
-  remaining: 4,
-  retryAfterMs: 0,
-  resetMs: 1_000,
-  source: 'store',
-  policy: 'p',
-}
+const admitted = admittedDecision()
 
 /** A settler over a stub limiter whose release and refund log their calls, or fail. */
 function settlerOf(options: Partial<ResolvedHttpOptions<unknown, unknown>>, fail = false) {

@@ -1,17 +1,9 @@
 import { expect } from 'chai'
-import type { Decision } from '../../../packages/core/src/limiter/decision.js'
 import { definePolicy } from '../../../packages/core/src/limiter/policy.js'
 import { leaseReceipt, Receipted, refundRequestOf, WindowReceipt } from '../../../packages/core/src/limiter/receipts.js'
+import { admittedDecision } from '../../support/decisions.js'
 
-const decision = (): Decision => ({
-  allowed: true,
-  limit: 5,
-  remaining: 4,
-  retryAfterMs: 0,
-  resetMs: 1_000,
-  source: 'store',
-  policy: 'api',
-})
+const decision = () => admittedDecision('api')
 
 describe('receipts', () => {
   it('Receipted stamps the decision object itself, unseen by keys, spread and JSON; only its owner reads it', () => {

@@ -3,16 +3,9 @@ import type { ReleaseResult, SettleResult } from '../../../packages/core/src/lim
 import type { Decision } from '../../../packages/core/src/limiter/decision.js'
 import type { CallCost } from '../../../packages/core/src/limiter/limiter-types.js'
 import { createCallEnd, type ReadCost } from '../../../packages/core/src/outbound/call-end.js'
+import { admittedDecision } from '../../support/decisions.js'
 
-const base: Decision = {
-  allowed: true,
-  limit: 5,
-  remaining: 4,
-  retryAfterMs: 0,
-  resetMs: 1_000,
-  source: 'store',
-  policy: 'p',
-}
+const base = admittedDecision()
 /** An admission that holds in-flight slots (it has `extend`). */
 const withSlots: Decision = { ...base, extend: async () => true }
 
