@@ -19,7 +19,8 @@
 --               's' settle: add each key's delta to its units recorded at a given time (or remove -delta)
 --               'f' free: free slots, then PUBLISH their keys on the channel named by the call's last bytes
 --               'e' extend: keep slots held until `units` ms from now at least
---               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
+--               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide; a share window's
+--               key (flags 8) is capped to its limit instead (see Shares)
 --     units     the cost (c, p; C, P: the largest window's), the most units to reserve (l), the slots (f), the ms
 --               (e, z); 0 (r, s)
 --     deadline  server time in µs after which nothing is recorded; 0 for none
@@ -89,7 +90,7 @@
 -- Holds: a window with a block is held for that long when it denies a consume for lack of room (a denial
 -- because of a hold does not extend it); 'z' holds keys for a pause, extending a shorter hold, never shortening
 -- one. A held key denies consumes, peeks and leases, with the wait until the hold ends (or until the cost fits,
--- if later).
+-- if later); a held share window is enforced with its limit instead (see Shares).
 -- Shadow windows (a call of several): their decision is made and reported, but the call's admission depends on
 -- the enforced windows only; a shadow window records the call's units when the call is admitted and it has room
 -- itself, as it would if it were enforced.

@@ -207,8 +207,9 @@ export interface Store {
   /** Returns `units` unused units of a lease. */
   release?(key: string, lease: Lease, units: number): Promise<void>
   /**
-   * Holds keys for `ms`: every consume, peek and lease on them is denied until then, with the wait until then. A
-   * longer hold already in place stays; a shorter one is extended.
+   * Holds keys for `ms`: every consume, peek and lease on them is denied until then, with the wait until then (a
+   * share window's key is enforced with its limit instead: see WindowRequest.share). A longer hold already in place
+   * stays; a shorter one is extended.
    */
   hold(requests: readonly HoldRequest[], ms: number): Promise<void>
   /**
