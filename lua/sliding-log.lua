@@ -19,7 +19,8 @@
 --               's' settle: add each key's delta to its units recorded at a given time (or remove -delta)
 --               'f' free: free slots, then PUBLISH their keys on the channel named by the call's last bytes
 --               'e' extend: keep slots held until `units` ms from now at least
---               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide
+--               'z' hold: deny every call on each key for `units` ms (a pause), fleet-wide; a share window's
+--               key (flags 8) is capped to its limit instead (see Shares)
 --     units     the cost (c, p; C, P: the largest window's), the most units to reserve (l), the slots (f), the ms
 --               (e, z); 0 (r, s)
 --     deadline  server time in µs after which nothing is recorded; 0 for none
@@ -28,7 +29,8 @@
 --               windows only: see below)
 --   or per key (C, P) '>ddddB': limit, window, block, units (this window's cost), flags (1 shadow, 2 slots,
 --               4 a calendar period: four period starts follow, '>dddd' ms by the caller's clock: the previous
---               period's, the current one's, the next one's and the one after; see Periods below)
+--               period's, the current one's, the next one's and the one after; see Periods below; 8 a share
+--               window: see Shares below)
 --   or per key (f, e) '>dd': a slot's id, 0
 --   or per key (s) '>ddd': the time its units were recorded at, its window (ms), delta; its last key is its
 --               marker with 0, 0, 0 (see the markers below)
@@ -88,7 +90,7 @@
 -- Holds: a window with a block is held for that long when it denies a consume for lack of room (a denial
 -- because of a hold does not extend it); 'z' holds keys for a pause, extending a shorter hold, never shortening
 -- one. A held key denies consumes, peeks and leases, with the wait until the hold ends (or until the cost fits,
--- if later).
+-- if later); a held share window is enforced with its limit instead (see Shares).
 -- Shadow windows (a call of several): their decision is made and reported, but the call's admission depends on
 -- the enforced windows only; a shadow window records the call's units when the call is admitted and it has room
 -- itself, as it would if it were enforced.
@@ -98,6 +100,11 @@
 -- more, the reset until the last ends; recordedUs_i is the slot's id. The key's TTL is its latest end. A consume,
 -- free or extend removes the ended slots of the keys it touches. 'f' and 'e' count a slot held only while live.
 --
+-- Shares (a priority class's share of a limit, flags 8, a sliding log): a share window records the call's units
+-- whenever the call is admitted, room or not, and denies nothing while its key is not held. While it is held (a
+-- 'z' hold: a higher class waits), it admits only a call whose units fit in its limit (the class's own use); a
+-- denial's wait is the earlier of the hold's end and when the cost fits (the hold's end for a cost over the limit).
+-- Its hold caps the class to its share: it never denies every call, as a pause does. Twin: memory/decisions.ts.
 -- Periods (a calendar quota, flags 4): the key is '>dddd': its period's start and end (server µs), the units admitted
 -- in it, a hold (server µs; 0 for none). The caller's four starts bound three periods; the one that holds the
 -- server's now is decided in (a caller whose clock is off by less than a period still counts on the server's), and a
@@ -195,7 +202,7 @@ for a = 1, args do
       local at = pos + 19
       while at < pos + size do
         nk = nk + 1
-        at = at + (string.byte(A, at + 32) >= 4 and 65 or 33)
+        at = at + (string.byte(A, at + 32) % 8 >= 4 and 65 or 33)
       end
     elseif op ~= 'c' and op ~= 'p' then
       nk = op == 'l' and 1
@@ -559,7 +566,8 @@ for a = 1, args do
           end
 
           -- The answer for `cost` units in one window, before anything is recorded: allowed, remaining, retryAfterMs,
-          -- resetMs, and whether the window itself has room (a held key has room, yet is denied).
+          -- resetMs, whether the window itself has room (a held key has room, yet is denied), and the wait until the
+          -- cost fits, whatever the hold.
           -- Twin: the fast path's denial (its reply follows the fast path's loop) and its peek.
           local function answer(log, limit, cost)
             local allowed, remaining, retry, reset = 1, limit, 0, 0
@@ -586,11 +594,11 @@ for a = 1, args do
                 allowed, retry = 0, ceil((at + window - rel) / 1000)
               end
             end
-            local room = allowed == 1
+            local room, fit = allowed == 1, retry
             if log.exists and log.hold > now then
               allowed, retry = 0, math.max(retry, ceil((log.hold - now) / 1000))
             end
-            return allowed, remaining, retry, reset, room
+            return allowed, remaining, retry, reset, room, fit
           end
 
           local function header(log)
@@ -602,6 +610,22 @@ for a = 1, args do
           -- The hold to keep in a log written anew: a hold still running, or none.
           local function live_hold(log)
             return (log.exists and log.hold > now) and log.hold or 0
+          end
+
+          -- A share window's answer (see Shares), as answer() gives a log's: room is the class's own use and cost
+          -- within the limit; only a held key denies. Twin: memory/decisions.ts's shareResult.
+          local function share_answer(log, limit, cost)
+            local over = cost > limit
+            local _, remaining, _, reset, room, fit = answer(log, limit, over and 0 or cost)
+            room = room and not over
+            if live_hold(log) == 0 or room then
+              return 1, remaining, 0, reset, room
+            end
+            local wait = ceil((log.hold - now) / 1000)
+            if not over then
+              wait = math.min(wait, fit)
+            end
+            return 0, remaining, wait, reset, room
           end
 
           -- Records `count` units at `at` (server µs, >= now) or at the newest entry's time if later; returns that
@@ -1018,7 +1042,7 @@ for a = 1, args do
               local limit, window, block, cost, flags, starts
               if mixed then
                 limit, window, block, cost, flags, cursor = unpack(MIXED_WINDOW, A, cursor)
-                if flags >= 4 then
+                if flags % 8 >= 4 then
                   starts = { unpack(STARTS, A, cursor) }
                   cursor = table.remove(starts)
                 end
@@ -1031,10 +1055,15 @@ for a = 1, args do
                 log = period_open(key, starts)
                 a = { period_answer(log, limit, cost) }
                 a[7] = block * 1000
-              elseif flags >= 2 then
+              elseif flags % 4 >= 2 then
                 a = { slots_answer(key, limit) }
                 log = { key = key, window = window * 1000, slots = true, latest = a[6] }
                 a[5], a[7] = a[1] == 1, 0
+              elseif flags >= 8 then
+                log = open(key, window * 1000)
+                log.share = true
+                a = { share_answer(log, limit, cost) }
+                a[7] = 0
               else
                 log = open(key, window * 1000)
                 a = { answer(log, limit, cost) }
@@ -1064,11 +1093,12 @@ for a = 1, args do
                 a[2], a[4] = a[2] - a[8], ceil((log.to - now) / 1000)
               elseif recorded and a[1] == 1 then
                 at = record(log, a[8], now)
-                a[2], a[4] = a[2] - a[8], ceil((log.newest + log.window - log.now) / 1000)
+                -- A share window records without room too: nothing is left then.
+                a[2], a[4] = math.max(0, a[2] - a[8]), ceil((log.newest + log.window - log.now) / 1000)
               elseif consume and not a[5] and a[7] > 0 then
                 hold_until(log, now + a[7])
                 a[2], a[3] = 0, math.max(a[3], ceil(a[7] / 1000))
-              elseif consume and not log.slots and live_hold(log) > 0 then
+              elseif consume and not log.slots and not log.share and live_hold(log) > 0 then
                 -- A held key denies every call: nothing is left until the hold ends.
                 a[2] = 0
               end

@@ -30,6 +30,7 @@ module.exports = {
     'test/core/limiter/limiter-stores.test.ts',
     'test/core/limiter/policy.test.ts',
     'test/core/limiter/policy-registry.test.ts',
+    'test/core/limiter/priority-classes.test.ts',
     'test/core/limiter/receipts.test.ts',
     'test/core/limiter/slot-waits.test.ts',
     'test/core/limiter/store-caller.test.ts',

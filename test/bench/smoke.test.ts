@@ -11,6 +11,7 @@ import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
 import { OUTBOUND_SCENARIO, type OutboundRow, outbound } from '../../bench/outbound.js'
+import { PRIORITIES_SCENARIO, type PrioritiesRow } from '../../bench/outbound-priorities.js'
 import { PEERS } from '../../bench/peers.js'
 import { redisCost } from '../../bench/redis-cost.js'
 import { slidingLogScript } from '../../packages/core/src/store/scripts.generated.js'
@@ -188,11 +189,22 @@ describe('bench parts at a tiny size', () => {
     expect(commandsPerSecondWhileWaiting.map((l) => l.waiters)).to.deep.equal([4, 20, 100])
   })
 
-  it('outbound: a row per adapt mode and Bottleneck, counted by the upstream', async function () {
-    this.timeout(60_000)
+  it('outbound: a row per adapt mode and Bottleneck, counted by the upstream; priorities beside Bottleneck', async function () {
+    this.timeout(90_000)
     const scenario = { ...OUTBOUND_SCENARIO, workers: 2, durationMs: 2_000, changeAtMs: 1_000 }
-    const { data, markdown } = await outbound(scenario)
-    const { rows } = data as { rows: OutboundRow[] }
+    const prioritiesScenario = { ...PRIORITIES_SCENARIO, workers: 2, batchLoops: 2, durationMs: 2_000 }
+    const { data, markdown } = await outbound(scenario, prioritiesScenario)
+    const { rows, priorities } = data as { rows: OutboundRow[]; priorities: { rows: PrioritiesRow[] } }
+    expect(priorities.rows.map((r) => r.id)).to.deep.equal(['fleetlimit', 'bottleneck'])
+    for (const row of priorities.rows) {
+      // 2 interactive workers, one call every 250 ms each, in the first of the 2 windows.
+      expect(row.interactiveCalls, row.name).to.equal(8)
+      expect(row.quotaTotal, row.name).to.equal(40)
+      expect(row.requests, row.name).to.equal(row.served + row.refused)
+      for (const value of [row.waitP50Ms, row.waitP99Ms, row.batchShare]) expectFinite(value, row.name)
+      expect(row.errors, row.name).to.deep.equal({})
+    }
+    expect(markdown).to.include('## Priorities: two classes sharing one quota')
     expect(rows.map((r) => r.id)).to.deep.equal(['headers', 'aimd', 'false', 'bottleneck'])
     for (const row of rows) {
       expect(row.quota, row.name).to.equal(30)

@@ -131,6 +131,38 @@ describe('the fleetlimit command line, on a real Redis', function () {
     expect(lines.at(-1)).to.equal(`2 keys under prefix "${prefix}"`)
   })
 
+  it('keys lists a policy with priority classes by its window, not its classes’ share keys; peek reads the window', async () => {
+    const ranked = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      name: 'ranked',
+      limit: 10,
+      window: '1m',
+      priorities: [
+        { name: 'interactive', share: 0.7 },
+        { name: 'batch', share: 0.3 },
+      ],
+      logger: quiet,
+    })
+    await ranked.consume('initech', { priority: 'interactive', cost: 2 })
+    await ranked.consume('initech', { priority: 'batch', cost: 3 })
+    // A held share key (a waiter's hold): a header with a hold, beside its entries.
+    await redisStore(client, { prefix }).hold([{ key: 'ranked~sl3-60000~p-batch:{initech}', windowMs: 60_000 }], 30_000)
+    expect(await client.exists(`${prefix}:ranked~sl3-60000~p-batch:{initech}`)).to.equal(1)
+    const run = await runCli(['keys', '--json', '--policy', 'ranked', ...target])
+    expect(run.code).to.equal(0)
+    const out = JSON.parse(run.stdout) as { keys: Record<string, unknown>[] }
+    expect(out.keys.map(({ key, used, pausedMs }) => ({ key, used, pausedMs }))).to.deep.equal([
+      { key: `${prefix}:ranked~sl3-60000:{initech}`, used: 5, pausedMs: 0 },
+    ])
+    const peek = await runCli(['peek', 'initech', '--policy', 'ranked', '--window', '1m', '--limit', '10', ...target])
+    expect(peek.code).to.equal(0)
+    expect(peek.stdout.split('\n').slice(0, 3)).to.deep.equal([
+      `key        ${prefix}:ranked~sl3-60000:{initech}`,
+      'policy     ranked, window 1m, limit 10',
+      'used       5 of 10 (5 remaining)',
+    ])
+  })
+
   it('a bucketed policy: its key names its buckets, and the flags name them too', async () => {
     const bulk = createRateLimiter({
       store: redisStore(client, { prefix }),

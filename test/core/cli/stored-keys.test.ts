@@ -37,8 +37,9 @@ describe('cli/stored-keys: parseStoredKey', () => {
     )
   })
 
-  it('skips keys that are no window: a refund marker, another prefix, another app', () => {
+  it('skips keys that are no window: a refund marker, a priority class’s share, another prefix, another app', () => {
     expect(parseStoredKey('pre:api~sl3-60000:{a}:GET%20/x:refund:abc', 'pre')).to.equal(undefined)
+    expect(parseStoredKey('pre:api~sl3-60000~p-batch:{a}:GET%20/x', 'pre')).to.equal(undefined)
     expect(parseStoredKey('other:api~sl3-60000:{a}', 'pre')).to.equal(undefined)
     expect(parseStoredKey('pre:session:123', 'pre')).to.equal(undefined)
   })

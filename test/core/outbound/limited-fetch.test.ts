@@ -1,4 +1,10 @@
-import { type AcquireOptions, type Decision, isFleetlimitError, RateLimitTimeoutError } from '@fleetlimit/core'
+import {
+  type AcquireOptions,
+  createRateLimiter,
+  type Decision,
+  isFleetlimitError,
+  RateLimitTimeoutError,
+} from '@fleetlimit/core'
 import { expect } from 'chai'
 import sinon from 'sinon'
 import {
@@ -391,7 +397,7 @@ describe('limitedFetch (fake limiter and fetch)', () => {
     it('names the accepted options when given an unknown one', () => {
       expect(optionError(withOptions({ key: 'k', retries: 3 }))).to.equal(
         'fleetlimit: unknown option `limitedFetch.retries` (got 3): accepted options are key, maxRetries, ' +
-          'maxWaitMs, cost, maxPauseMs, fetch, transitMs, settle, onSettleError, adapt.',
+          'maxWaitMs, cost, priority, maxPauseMs, fetch, transitMs, settle, onSettleError, adapt.',
       )
       expect(optionError(withOptions('k'))).to.include('invalid option `limitedFetch`')
     })
@@ -534,6 +540,48 @@ describe('limitedFetch: in-flight slots and settle (fake limiter and fetch)', ()
     expect(isFleetlimitError(error, 'ERR_FLEETLIMIT_OPTION'), String(error)).to.equal(true)
     expect(String(error)).to.include('a limiter with release() for an in-flight policy')
     expect(events).to.deep.equal(['acquire 1'])
+  })
+
+  it('passes its priority class to acquire, refuses a value that is no name, and the limiter an unknown one', async () => {
+    const limiter = createRateLimiter({
+      limit: 10,
+      window: '1s',
+      priorities: [
+        { name: 'interactive', share: 0.7 },
+        { name: 'batch', share: 0.3 },
+      ],
+    })
+    const asked: (AcquireOptions | undefined)[] = []
+    const decided: Decision[] = []
+    const spy: OutboundLimiter = {
+      ...limiter,
+      async acquire(key, options) {
+        asked.push(options)
+        const decision = await limiter.acquire(key, options)
+        decided.push(decision)
+        return decision
+      },
+    }
+    const fetch = async () => new Response('ok')
+    await (
+      await limitedFetch(spy, { key: 'upstream', fetch, priority: 'interactive' })('https://upstream.test/')
+    ).text()
+    await (await limitedFetch(spy, { key: 'upstream', fetch })('https://upstream.test/')).text()
+    expect(asked.map((options) => options?.priority)).to.deep.equal(['interactive', undefined])
+    expect(decided.map((d) => d.priority)).to.deep.equal(['interactive', 'batch'])
+    for (const priority of [1, {}, ['batch']]) {
+      let thrown: unknown
+      try {
+        limitedFetch(limiter, { key: 'upstream', fetch, priority: priority as never })
+      } catch (error) {
+        thrown = error
+      }
+      expect(isFleetlimitError(thrown, 'ERR_FLEETLIMIT_OPTION'), String(priority)).to.equal(true)
+    }
+    const unknown = limitedFetch(limiter, { key: 'upstream', fetch, priority: '../admin' })
+    const rejected = await unknown('https://upstream.test/').catch((error: unknown) => error)
+    expect(isFleetlimitError(rejected, 'ERR_FLEETLIMIT_OPTION')).to.equal(true)
+    expect((rejected as Error).message).to.include("expected one of the policy's classes: interactive, batch")
   })
 
   it('passes a cost map to acquire, and checks its values and settle’s options when it is created', async () => {

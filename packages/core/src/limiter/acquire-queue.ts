@@ -62,9 +62,11 @@ export function createAcquireQueue<T>(
     /** A queue is made for a key's first waiter, and dropped once it has none left. */
     readonly onStart?: (queueKey: string, target: T) => void
     readonly onIdle?: (queueKey: string) => void
+    /** A batch was denied (and the queue goes to sleep on its waits): once per batch, with its denials. */
+    readonly onDenied?: (target: T, denials: readonly Decision[]) => void
   },
 ): AcquireQueue<T> {
-  const { maxQueue, refund, onStart, onIdle, firmWait = (d: Decision) => d.retryAfterMs } = options
+  const { maxQueue, refund, onStart, onIdle, onDenied, firmWait = (d: Decision) => d.retryAfterMs } = options
   const queues = new Map<string, KeyQueue<T>>()
   const watchAbort = createAbortWatch()
 
@@ -86,6 +88,7 @@ export function createAcquireQueue<T>(
   function ask(queue: KeyQueue<T>, chosen: readonly Waiter[]): Promise<void> {
     const outcomes: (Outcome | undefined)[] = chosen.map(() => undefined)
     const denials: Denial[] = []
+    const denied: Decision[] = []
     let remaining = Number.POSITIVE_INFINITY
     let applied = 0
     const freed = queue.freed
@@ -99,6 +102,7 @@ export function createAcquireQueue<T>(
           grant(queue, waiter, outcome.decision)
         } else {
           const at = now()
+          if (onDenied) denied.push(outcome.decision)
           denials.push({
             cost: waiter.cost,
             until: at + outcome.decision.retryAfterMs,
@@ -114,6 +118,7 @@ export function createAcquireQueue<T>(
         queue.denials = queue.freed === freed ? denials : []
         // After a denial the room left is unknown for a smaller cost: the head asks alone.
         queue.budget = denials.length > 0 || remaining === Number.POSITIVE_INFINITY ? undefined : remaining
+        if (denied.length > 0) onDenied?.(queue.target, denied)
         done()
       }
       chosen.forEach((waiter, index) => {

@@ -9,6 +9,7 @@ import type { Window } from './degraded.js'
 import { type KeyInput, windowKey } from './keys.js'
 import type { ConsumeOptions } from './limiter-types.js'
 import { checkCost, MAX_LIMIT, type Policy, policyKeyName } from './policy.js'
+import { classIndexOf, shareKeysOf, shareLimit } from './priority-classes.js'
 
 /**
  * What a call is decided on: its windows (one per policy) and its cost, with what the local tier and the store
@@ -55,12 +56,16 @@ export function requestsOf(plan: CallPlan): WindowRequest[] {
 /** The store requests of windows at a cost (or a cost per window). */
 export function windowRequests(windows: readonly Window[], cost: number, costs?: readonly number[]): WindowRequest[] {
   // Plain assignments, not conditional spreads.
-  return windows.map(({ policy, key, limit, anchor }, i) => {
+  return windows.map(({ policy, key, limit, anchor, share }, i) => {
     const request: Mutable<WindowRequest> = {
       key,
       limit,
       windowMs: policy.window,
       cost: costs ? (costs[i] as number) : cost,
+    }
+    if (share !== undefined) {
+      request.share = true
+      return request
     }
     if (policy.buckets !== undefined) request.buckets = policy.buckets
     if (policy.blockFor > 0) request.blockMs = policy.blockFor
@@ -81,8 +86,20 @@ export function windowRequests(windows: readonly Window[], cost: number, costs?:
 const CACHED_PLANS = 16_384
 
 export interface CallPlans {
-  /** The windows a key input counts in: one per policy, with its store key, this call's limit and anchor. */
-  windowsOf(input: KeyInput, limits: readonly number[] | undefined, anchors?: readonly (number | undefined)[]): Window[]
+  /**
+   * The windows a key input counts in: one per policy, with its store key, this call's limit and anchor; with a
+   * class (`priority`, an index) of a policy with priorities, that class's share window last.
+   */
+  windowsOf(
+    input: KeyInput,
+    limits: readonly number[] | undefined,
+    anchors?: readonly (number | undefined)[],
+    priority?: number,
+  ): Window[]
+  /** Every store key of a key input: its policies' windows, then each priority class's share window. */
+  storeKeysOf(input: KeyInput): string[]
+  /** The class index a call's `priority` names (the lowest for none); undefined for a limiter without classes. */
+  priorityOf(value: unknown): number | undefined
   /** A call's plan: kept per key for a call with no options; the cost must fit in each of its limits. */
   planOf(key: KeyInput, options: ConsumeOptions | undefined, accepted: readonly string[]): CallPlan
   /** A call's limits, one per policy, or undefined for the policies' own. */
@@ -103,18 +120,42 @@ export function createCallPlans(
 ): CallPlans {
   const keyNames = policies.map(policyKeyName)
   const policyNames = policies.map((p) => p.name)
+  // The policy with priority classes (at most one per limiter), and the class of a call that names none.
+  const ranked = policies.findIndex((p) => p.priorities !== undefined)
+  const classes = policies[ranked]?.priorities
+  const defaultClass = classes ? classes.length - 1 : undefined
   const windowsOf = (
     input: KeyInput,
     limits: readonly number[] | undefined,
     anchors?: readonly (number | undefined)[],
-  ): Window[] =>
-    policies.map((policy, i) => {
+    priority?: number,
+  ): Window[] => {
+    const windows = policies.map((policy, i) => {
       const key = windowKey(keyNames[i] as string, policy.scope, input)
       const window: Mutable<Window> = { policy, key, limit: limits ? (limits[i] as number) : policy.limit }
       const anchor = anchors?.[i]
       if (anchor !== undefined) window.anchor = anchor
       return window
     })
+    if (classes === undefined || priority === undefined) return windows
+    const main = windows[ranked] as Window
+    const keys = shareKeysOf(main.key, keyNames[ranked] as string, classes)
+    const { share } = classes[priority] as { share: number }
+    windows.push({
+      policy: main.policy,
+      key: keys[priority] as string,
+      limit: shareLimit(share, main.limit),
+      share: { index: priority, classes, keys },
+    })
+    return windows
+  }
+  const priorityOf = (value: unknown): number | undefined => {
+    if (classes !== undefined) return classIndexOf(classes, value)
+    if (value !== undefined) {
+      throw new OptionError('priority', value, 'no priority: give a policy `priorities` to call with classes')
+    }
+    return undefined
+  }
   // The calendar policies an anchor applies to: weeks and months (a day starts at midnight).
   const anchored = policies.filter((p) => p.period === 'week' || p.period === 'month').map((p) => p.name)
 
@@ -126,7 +167,7 @@ export function createCallPlans(
   function tenantPlan(key: string): CallPlan {
     let plan = byTenant.get(key)
     if (plan === undefined) {
-      plan = newPlan(windowsOf(key, undefined), defaultCost)
+      plan = newPlan(windowsOf(key, undefined, undefined, defaultClass), defaultCost)
       if (byTenant.size >= CACHED_PLANS) byTenant.delete(byTenant.keys().next().value as string)
       byTenant.set(key, plan)
     }
@@ -137,12 +178,12 @@ export function createCallPlans(
     const route: unknown = key?.route
     // Anything else is refused by windowsOf, with the error it names.
     if (typeof tenant !== 'string' || (route !== undefined && typeof route !== 'string')) {
-      return newPlan(windowsOf(key, undefined), defaultCost)
+      return newPlan(windowsOf(key, undefined, undefined, defaultClass), defaultCost)
     }
     let tenants = byRoute.get(route)
     let plan = tenants?.get(tenant)
     if (plan !== undefined) return plan
-    plan = newPlan(windowsOf(key, undefined), defaultCost)
+    plan = newPlan(windowsOf(key, undefined, undefined, defaultClass), defaultCost)
     if (routePlans >= CACHED_PLANS) dropOldestRoutePlan()
     if (tenants === undefined) {
       tenants = new Map()
@@ -228,6 +269,12 @@ export function createCallPlans(
 
   return {
     windowsOf,
+    // A reset forgets the classes' shares too: a share's units count only while its policy's window holds them.
+    storeKeysOf: (input) => {
+      const windows = windowsOf(input, undefined, undefined, classes && 0)
+      return [...windows.map((w) => w.key), ...(windows.at(-1)?.share?.keys.slice(1) ?? [])]
+    },
+    priorityOf,
     limitsOf,
     anchorsOf,
     planOf(key, options, accepted) {
@@ -235,13 +282,16 @@ export function createCallPlans(
       checkOptionNames(options, 'options', accepted)
       const limits = limitsOf(options.limit)
       const anchors = anchorsOf(options.anchor)
+      const priority = priorityOf(options.priority)
       if (typeof options.cost === 'object' && options.cost !== null && policies.length > 1) {
         const costs = costsOf(options.cost, limits)
-        return newPlan(windowsOf(key, limits, anchors), Math.max(...costs), costs)
+        // A share window counts what its policy's window counts.
+        if (priority !== undefined) costs.push(costs[ranked] as number)
+        return newPlan(windowsOf(key, limits, anchors, priority), Math.max(...costs), costs)
       }
       const cost = options.cost === undefined ? defaultCost : checkCallCost(options.cost)
       if (limits) checkCost(cost, 'cost', Math.min(...limits.filter((_, i) => !policies[i]?.concurrency)))
-      return newPlan(windowsOf(key, limits, anchors), cost)
+      return newPlan(windowsOf(key, limits, anchors, priority), cost)
     },
   }
 }

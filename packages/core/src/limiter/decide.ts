@@ -5,10 +5,11 @@ import type { Mutable } from '../common/mutable.js'
 import type { LeaseRequest, RefundRequest, SlotRequest, Store, WindowResult } from '../store/store.js'
 import type { Receipt } from './after-call.js'
 import { type CallPlan, requestsOf, windowRequests } from './call-plans.js'
-import { combine, type Decision, enforce, toDecision } from './decision.js'
+import { type Decision, enforce, toDecision } from './decision.js'
 import type { DegradedMode, Window } from './degraded.js'
 import type { LimiterEvents } from './limiter-types.js'
 import type { LocalTier } from './local-tier.js'
+import { decisionOfWindows } from './priorities.js'
 import { leaseReceipt, Receipted, refundRequestOf, WindowReceipt } from './receipts.js'
 import type { StoreCaller } from './store-caller.js'
 
@@ -71,7 +72,7 @@ function madeOf(
     const { recorded } = result
     return { decision, receipt: recorded === undefined ? undefined : new WindowReceipt(id, cost, window, recorded) }
   }
-  const decision = combine(results.map((result, i) => decisionOf(result, windows[i] as Window)))
+  const decision = decisionOfWindows(results, windows, cost, costs)
   const requests: RefundRequest[] = []
   const names: string[] = []
   const limits: number[] = []
@@ -87,7 +88,8 @@ function madeOf(
     }
     requests.push(refundRequestOf(window, recorded))
     names.push(window.policy.name)
-    limits.push(window.limit)
+    // A share window may hold more than its limit (it lends): a settle is not over a limit by it.
+    limits.push(window.share === undefined ? window.limit : Number.POSITIVE_INFINITY)
     units.push(costs ? (costs[i] as number) : cost)
   }
   if (requests.length === 0 && slotRequests.length === 0) return { decision }

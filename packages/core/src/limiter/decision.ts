@@ -37,6 +37,8 @@ export interface Decision {
    * where it came from; the decision is made under it.
    */
   readonly learned?: LearnedLimit
+  /** The priority class the call was decided in, for a policy with `priorities`. */
+  readonly priority?: string
 }
 
 /** A policy's decision from its window's result under `limit`; a fallback decision reports the fallback limit. */

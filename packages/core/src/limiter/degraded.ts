@@ -1,6 +1,7 @@
 import { memoryStore } from '../store/memory-store.js'
 import { combine, type Decision, toDecision } from './decision.js'
 import type { Policy } from './policy.js'
+import type { ShareWindow } from './priority-classes.js'
 
 /** One window of a call: a policy, the store key it counts this call under, and this call's limit in it. */
 export interface Window {
@@ -10,6 +11,8 @@ export interface Window {
   readonly limit: number
   /** A calendar policy's anchor the call named (a tenant's billing day); unset for the policy's own start. */
   readonly anchor?: number
+  /** Set on a priority class's share window (the last of a call's windows): its class and its siblings' keys. */
+  readonly share?: ShareWindow
 }
 
 /** How a failing-open limiter decides without its store. */
@@ -28,7 +31,8 @@ export function createDegradedMode(policies: readonly [Policy, ...Policy[]]): De
   const [first] = policies
   return {
     async decide(windows, cost) {
-      const limited = windows.filter((w) => w.policy.fallback)
+      // A class's share window is the store's: the fallback counts the policy's window alone.
+      const limited = windows.filter((w) => w.policy.fallback && w.share === undefined)
       if (fallback && limited.length > 0) {
         // A cost above a fallback limit counts as that whole limit, so it can still be admitted alone.
         const requests = limited.map(({ policy, key, anchor }) => {

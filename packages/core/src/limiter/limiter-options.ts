@@ -103,6 +103,14 @@ function resolvePolicies(options: RateLimiterOptions): [Policy, ...Policy[]] {
       "sliding-log policies: several policies in one call use the log's script",
     )
   }
+  const ranked = policies.filter((p) => p.priorities !== undefined)
+  if (ranked.length > 1) {
+    throw new OptionError(
+      'policies',
+      ranked.map((p) => p.name).join(', '),
+      'priorities on one policy of a limiter at most: a call has one class',
+    )
+  }
   const names = new Set(policies.map((p) => p.name))
   if (names.size !== policies.length) {
     throw new OptionError('policies', policies.map((p) => p.name).join(', '), 'policies with distinct names')

@@ -44,6 +44,11 @@ export interface PeekOptions {
    * (Monday) to 7. With several such policies, a map from policy name to anchor. Default: the 1st, and Monday.
    */
   anchor?: CallAnchor
+  /**
+   * The call's priority class, by name, for a policy with `priorities`. Default: the last (lowest) class, so an
+   * unmarked call never takes a higher class's reserve. An unknown name throws an OptionError.
+   */
+  priority?: string
 }
 
 /** A call's anchor: a day number, or with several calendar policies a map from policy name to day. */

@@ -16,6 +16,7 @@ import type { AcquireOptions, LimiterEvents, RateLimiter, RateLimiterOptions } f
 import { createLocalTier, noLocalCounts } from './local-tier.js'
 import { createPeeks } from './peeks.js'
 import { MAX_HOLD_MS, type Policy } from './policy.js'
+import { createClassHolds } from './priorities.js'
 import { Receipted } from './receipts.js'
 import { createRefunds } from './refunds.js'
 import { createSlotWaits } from './slot-waits.js'
@@ -24,8 +25,8 @@ import { createStoreCaller } from './store-caller.js'
 /** The tenant ready() peeks at: a peek records nothing, so any key would do. */
 const READY_PROBE_TENANT = 'fleetlimit-ready-probe'
 
-const CONSUME_OPTIONS = ['cost', 'limit', 'anchor']
-const ACQUIRE_OPTIONS = ['cost', 'limit', 'anchor', 'maxWaitMs', 'signal', 'transitMs']
+const CONSUME_OPTIONS = ['cost', 'limit', 'anchor', 'priority']
+const ACQUIRE_OPTIONS = ['cost', 'limit', 'anchor', 'priority', 'maxWaitMs', 'signal', 'transitMs']
 
 /**
  * Builds a limiter for one policy, or several decided together, on one store; every option is validated here,
@@ -124,6 +125,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         onStart: (queueKey: string, { plan }: { plan: CallPlan }) => slotWaits.add(queueKey, plan.windows),
         onIdle: (queueKey: string) => slotWaits.forget(queueKey),
       }),
+      ...(policies.some((p) => p.priorities) && { onDenied: createClassHolds(store, (w, send) => askStore(w, send)) }),
     },
   )
   /** A denial's wait that no release shortens: its longest among the rate policies that denied it. */
@@ -206,7 +208,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       tier?.forget(idOf(windows))
       await Promise.all(windows.map(({ key }) => degraded.reset(key)))
       // Bounded like every store call: during an outage it rejects at once (or at its deadline), never waits.
-      await askStore(windows, () => Promise.all(windows.map(({ key }) => store.reset(key))))
+      await askStore(windows, () => Promise.all(plans.storeKeysOf(key).map((k) => store.reset(k))))
       slotWaits.freed(windows.map((w) => w.key))
     },
     refund: refunds.refund,
@@ -247,6 +249,7 @@ function isLeasable(policies: readonly Policy[]): boolean {
     only?.algorithm === 'sliding-log' &&
     only.blockFor === 0 &&
     !only.concurrency &&
+    only.priorities === undefined &&
     only.period === undefined
   )
 }

@@ -3,11 +3,12 @@
 import { checkOptionNames } from '../common/validate.js'
 import type { Store } from '../store/store.js'
 import { type CallPlans, windowRequests } from './call-plans.js'
-import { combine, type Decision, toDecision } from './decision.js'
+import type { Decision } from './decision.js'
 import type { Window } from './degraded.js'
 import type { KeyInput } from './keys.js'
 import type { LearnedLimit } from './learned-limits.js'
 import type { PeekOptions } from './limiter-types.js'
+import { decisionOfWindows } from './priorities.js'
 
 export interface PeeksOptions {
   readonly store: Store
@@ -22,22 +23,21 @@ export interface PeeksOptions {
 export function createPeeks({ store, plans, askStore, learned, limit }: PeeksOptions) {
   const peekOf = (windows: readonly Window[]): Promise<Decision> =>
     askStore(windows, () => store.peek(windowRequests(windows, 1))).then((results) =>
-      combine(
-        results.map((result, i) =>
-          toDecision(result, 'store', (windows[i] as Window).policy, (windows[i] as Window).limit),
-        ),
-      ),
+      decisionOfWindows(results, windows, 1),
     )
   return {
     peekOf,
     async peek(key: KeyInput, options: PeekOptions | undefined): Promise<Decision> {
-      if (options !== undefined) checkOptionNames(options, 'options', ['limit', 'anchor'])
+      if (options !== undefined) checkOptionNames(options, 'options', ['limit', 'anchor', 'priority'])
       const limits = plans.limitsOf(options?.limit)
       const anchors = plans.anchorsOf(options?.anchor)
+      // The class's answer: the policy's window and the class's share window.
+      const priority = plans.priorityOf(options?.priority)
       const learnt = await learned(key)
-      if (learnt === undefined) return peekOf(plans.windowsOf(key, limits, anchors))
+      if (learnt === undefined) return peekOf(plans.windowsOf(key, limits, anchors, priority))
       // Under the learned limit, or the call's own if lower.
-      const decision = await peekOf(plans.windowsOf(key, [Math.min(learnt.limit, limits?.[0] ?? limit)], anchors))
+      const lower = [Math.min(learnt.limit, limits?.[0] ?? limit)]
+      const decision = await peekOf(plans.windowsOf(key, lower, anchors, priority))
       return { ...decision, learned: learnt }
     },
   }

@@ -9,6 +9,7 @@ import {
   type OptionNames,
   optionNames,
 } from '../common/validate.js'
+import { checkPolicyPriorities, type PriorityClass } from './priority-classes.js'
 
 export type StoreErrorMode = 'fail-closed' | 'fail-open'
 
@@ -72,6 +73,12 @@ export interface PolicyOptions {
    * (`allowed: true`, `shadowDenied: true`). Default false.
    */
   shadow?: boolean
+  /**
+   * Priority classes, highest first, each with its share of the limit: `[{ name: 'interactive', share: 0.7 }, {
+   * name: 'batch', share: 0.3 }]`; a call names its class (`priority`; none: the last). An unused share is lent; while
+   * an `acquire()` of a class waits, in any process, no lower class is admitted beyond its share. Sliding-log rates only.
+   */
+  priorities?: readonly PriorityClass[]
 }
 
 /** A validated, frozen policy. Its fields are valid options, so `{ store, ...policy }` builds a limiter. */
@@ -100,6 +107,8 @@ export interface Policy {
   /** ms; 0 for none. */
   readonly blockFor: number
   readonly shadow: boolean
+  /** Its priority classes, highest first; unset for none. */
+  readonly priorities?: readonly PriorityClass[]
 }
 
 /** Every policy option, by name: a new option without its runtime name here fails to compile. */
@@ -120,6 +129,7 @@ export const POLICY_OPTIONS: OptionNames<PolicyOptions> = {
   timeoutMs: true,
   blockFor: true,
   shadow: true,
+  priorities: true,
 }
 export const POLICY_OPTION_NAMES = optionNames(POLICY_OPTIONS)
 
@@ -142,6 +152,7 @@ export const POLICY_ACCEPTS: { readonly [K in Exclude<keyof PolicyOptions, 'limi
   timeoutMs: "a duration such as 100 or '250ms'",
   blockFor: "a duration such as 60000 or '10m'",
   shadow: 'true or false',
+  priorities: 'an array of classes { name, share }, highest first',
 }
 
 /** A window or block written as a bare number under a second: milliseconds, where seconds were most likely meant. */
@@ -283,6 +294,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
       ? 0
       : parseDuration(options.blockFor, 'blockFor', { max: MAX_HOLD_MS })
   const shadow = checkBoolean(options.shadow ?? false, 'shadow')
+  const priorities = checkPolicyPriorities(options.priorities, { algorithm, calendar: calendar !== undefined, shadow })
 
   let fallback: Readonly<FallbackOptions> | undefined
   if (options.fallback !== undefined) {
@@ -307,6 +319,7 @@ export function resolvePolicy(options: PolicyOptions): Policy {
     ...(fallback && { fallback }),
     blockFor,
     shadow,
+    ...(priorities && { priorities }),
   })
 }
 
@@ -345,7 +358,7 @@ function resolveInFlightPolicy(options: PolicyOptions): Policy {
     throw new OptionError('window', options.window, "no window beside `concurrency`: give slotTtlMs for a slot's life")
   if (options.cost !== undefined && options.cost !== 1)
     throw new OptionError('cost', options.cost, 'no cost on an in-flight policy: a call takes one slot')
-  for (const option of ['buckets', 'fallback', 'period', 'timeZone'] as const) {
+  for (const option of ['buckets', 'fallback', 'period', 'timeZone', 'priorities'] as const) {
     if (options[option] !== undefined)
       throw new OptionError(option, options[option], `no ${option} on an in-flight policy: a call takes one slot`)
   }

@@ -34,6 +34,11 @@ export interface LimitedFetchOptions {
    * estimate of a call's tokens, say, that `settle` corrects). Default: the limiter's cost.
    */
   cost?: CallCost
+  /**
+   * The priority class of each attempt, for a limiter whose policy has `priorities` (acquire's `priority`). Default:
+   * the policy's last (lowest) class.
+   */
+  priority?: string
   /** The longest pause one Retry-After may put on the whole fleet; a longer one is capped to this. Default '1h'. */
   maxPauseMs?: number | string
   /** The fetch to call. Default: the global fetch, looked up at each call (so a test may stub it). */
@@ -84,6 +89,7 @@ const OPTION_NAMES = optionNames<LimitedFetchOptions>({
   maxRetries: true,
   maxWaitMs: true,
   cost: true,
+  priority: true,
   maxPauseMs: true,
   fetch: true,
   transitMs: true,
@@ -122,7 +128,7 @@ const now = () => performance.now()
  */
 export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOptions): FetchFunction {
   const config = resolveOptions(limiter, options)
-  const { key, maxRetries, maxWaitMs, maxPauseMs, cost, transitMs } = config
+  const { key, maxRetries, maxWaitMs, maxPauseMs, cost, priority, transitMs } = config
   const send: FetchFunction = config.fetch ?? ((input, init) => globalThis.fetch(input, init))
   const end = createCallEnd({ limiter, settle: config.settle, onSettleError: config.onSettleError })
   const adapter = createAdapter(limiter, config.adapt, key, typeof cost === 'number' ? cost : undefined)
@@ -143,6 +149,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
             ...(limit !== undefined && { limit }),
             ...(signal && { signal }),
             ...(cost !== undefined && { cost }),
+            ...(priority !== undefined && { priority }),
             ...(transitMs > 0 && { transitMs }),
           }),
         )
@@ -202,6 +209,7 @@ interface ResolvedOptions {
   readonly maxWaitMs: number
   readonly maxPauseMs: number
   readonly cost: CallCost | undefined
+  readonly priority: string | undefined
   readonly fetch: FetchFunction | undefined
   readonly transitMs: number
   readonly settle: ReadCost | undefined
@@ -221,7 +229,11 @@ function takesTransit(limiter: unknown): boolean {
   const { policies } = limiter as { policies?: readonly Partial<Policy>[] }
   const [only] = policies ?? []
   return (
-    policies?.length === 1 && only?.algorithm === 'sliding-log' && only.blockFor === 0 && only.concurrency === undefined
+    policies?.length === 1 &&
+    only?.algorithm === 'sliding-log' &&
+    only.blockFor === 0 &&
+    only.concurrency === undefined &&
+    only.priorities === undefined
   )
 }
 
@@ -241,6 +253,8 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
     maxWaitMs: parseDuration(options.maxWaitMs ?? 30_000, 'maxWaitMs', { min: 0, max: MAX_HOLD_MS }),
     maxPauseMs: parseDuration(options.maxPauseMs ?? 3_600_000, 'maxPauseMs', { max: MAX_HOLD_MS }),
     cost: checkCallCost(options.cost),
+    // The limiter checks the name against its classes at each acquire.
+    priority: checkPriority(options.priority),
     fetch: optionalFunction(options.fetch, 'fetch'),
     transitMs:
       options.transitMs === undefined
@@ -256,6 +270,12 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
 
 const warnSettleError = (error: unknown) =>
   console.warn('fleetlimit: limitedFetch could not settle a call, which keeps the cost it was admitted with:', error)
+
+/** A class's name: a string (which class, the limiter checks). */
+function checkPriority(priority: unknown): string | undefined {
+  if (priority === undefined || typeof priority === 'string') return priority
+  throw new OptionError('priority', priority, "a priority class's name, such as 'interactive'")
+}
 
 /** A cost: a whole number, or a map of them (whose policy names the limiter checks when it acquires). */
 function checkCallCost(cost: unknown): CallCost | undefined {

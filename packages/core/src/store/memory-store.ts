@@ -159,7 +159,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
           request === undefined ||
           request.buckets !== undefined ||
           request.slots === true ||
-          request.period !== undefined
+          request.period !== undefined ||
+          request.share === true
         )
           return decide(requests, true, now)
         housekeep(now, 1)

@@ -26,6 +26,8 @@ export interface CostWindow extends LogWindow {
   readonly slots?: boolean
   /** A calendar period's count: the call names the starts around the caller's now (see the script's Periods). */
   readonly period?: Calendar
+  /** A priority class's share window (see the script's Shares): enforced only while its key is held. */
+  readonly share?: boolean
 }
 
 const CALL = 19 // '>Hc1dd': the call's length in bytes, op, units, deadline
@@ -35,6 +37,7 @@ const PERIOD_STARTS = 32 // '>dddd': after a period window, its four starts
 const SHADOW = 1
 const SLOTS = 2
 const PERIOD = 4
+const SHARE = 8
 /** A window's length as a release, settle or hold names it: -1 for a calendar period's count. */
 export const PERIOD_WINDOW = -1
 const DEADLINE_AT = 11
@@ -78,7 +81,9 @@ export function windowsCall(op: 'c' | 'p' | 'z', units: number, windows: readonl
 export function costWindowsCall(mode: 'consume' | 'peek', windows: readonly CostWindow[], now = Date.now()): Buffer {
   const [first] = windows
   const cost = first?.cost ?? 0
-  if (windows.every((window) => window.cost === cost && window.slots !== true && window.period === undefined)) {
+  const plain = (window: CostWindow) =>
+    window.cost === cost && window.slots !== true && window.period === undefined && window.share !== true
+  if (windows.every(plain)) {
     return windowsCall(mode === 'consume' ? 'c' : 'p', cost, windows)
   }
   const costOf = (window: CostWindow) => (window.slots ? 1 : window.cost)
@@ -96,7 +101,7 @@ export function costWindowsCall(mode: 'consume' | 'peek', windows: readonly Cost
     bytes.writeDoubleBE(window.blockMs ?? 0, at + 16)
     bytes.writeDoubleBE(costOf(window), at + 24)
     const flags = (several && window.shadow ? SHADOW : 0) | (window.slots ? SLOTS : 0)
-    bytes.writeUInt8(flags | (window.period ? PERIOD : 0), at + 32)
+    bytes.writeUInt8(flags | (window.period ? PERIOD : 0) | (window.share ? SHARE : 0), at + 32)
     at += COST_WINDOW
     if (window.period) {
       for (const start of periodStarts(window.period, now)) {

@@ -37,6 +37,14 @@ export interface WindowRequest {
    * `resetMs` counts, until the next period starts. Its key holds the period's start and count, whatever the limit.
    */
   readonly period?: Calendar
+  /**
+   * A priority class's share window, beside the policy's own window in one call (a sliding log, no buckets): it
+   * records the call's units whenever the call is admitted, room or not, and denies nothing while its key is not
+   * held. While it is held (`hold`, by a waiter of a higher class), it is enforced with its `limit`: a call is
+   * admitted only if the class's own use plus `cost` fits, and a denial's wait is the earlier of the hold's end and
+   * when the cost fits. A hold on it caps the class to its share; it does not deny every call, as a pause does.
+   */
+  readonly share?: true
 }
 
 /** A slot of an in-flight window to free or extend: the window's key and the slot's id (a result's `recorded`). */
@@ -199,8 +207,9 @@ export interface Store {
   /** Returns `units` unused units of a lease. */
   release?(key: string, lease: Lease, units: number): Promise<void>
   /**
-   * Holds keys for `ms`: every consume, peek and lease on them is denied until then, with the wait until then. A
-   * longer hold already in place stays; a shorter one is extended.
+   * Holds keys for `ms`: every consume, peek and lease on them is denied until then, with the wait until then (a
+   * share window's key is enforced with its limit instead: see WindowRequest.share). A longer hold already in place
+   * stays; a shorter one is extended.
    */
   hold(requests: readonly HoldRequest[], ms: number): Promise<void>
   /**

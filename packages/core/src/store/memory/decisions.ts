@@ -20,6 +20,28 @@ export interface Decisions {
   decideLog(request: WindowRequest, record: boolean, now: number, slot?: EntrySlot): WindowResult
 }
 
+/**
+ * A share window's result (lua/sliding-log.lua's share_answer): admitted unless held and the cost does not fit in
+ * it; a denial waits until the hold ends or the cost fits, whichever is first (the hold's end for a cost over the
+ * limit). It records without room too, so nothing is left then.
+ */
+function shareResult(
+  request: WindowRequest,
+  result: WindowResult,
+  used: number,
+  allowed: boolean,
+  until: number,
+  recorded: boolean,
+  now: number,
+): WindowResult {
+  const { limit, cost } = request
+  const remaining = Math.max(0, limit - used - (recorded ? cost : 0))
+  if (allowed) return { allowed, remaining, retryAfterMs: 0, resetMs: result.resetMs, now }
+  const hold = Math.ceil(until - now)
+  const retryAfterMs = cost > limit ? hold : Math.min(hold, result.retryAfterMs)
+  return { allowed, remaining, retryAfterMs, resetMs: result.resetMs, now }
+}
+
 /** Decisions on `table`'s windows: held keys deny, slot windows take slots, and each call sweeps a slice. */
 export function createDecisions(
   table: KeyTable,
@@ -73,7 +95,13 @@ export function createDecisions(
       }
       return [result]
     }
-    if (requests.length === 1 && only !== undefined && only.slots !== true && only.period === undefined)
+    if (
+      requests.length === 1 &&
+      only !== undefined &&
+      only.slots !== true &&
+      only.period === undefined &&
+      only.share !== true
+    )
       return [decideLog(only, record, now)]
     if (requests.some((request) => request.buckets !== undefined && request.slots !== true)) {
       throw new StoreError('a bucketed window is decided alone, not with other windows in one call')
@@ -94,7 +122,9 @@ export function createDecisions(
         : (entry.log as SlidingLog).used(now, request.windowMs)
       const room = used + request.cost <= request.limit
       const until = heldUntil(request.key, now)
-      return { request, entry, used, room, until, allowed: room && until === 0, period }
+      // A share window denies only while held, and then only a cost that does not fit in it.
+      const allowed = request.share ? until === 0 || room : room && until === 0
+      return { request, entry, used, room, until, allowed, period }
     })
     // Shadow windows do not decide the call; each records what it would have admitted.
     const admitted = record && windows.every((w) => w.allowed || (several && w.request.shadow))
@@ -112,8 +142,9 @@ export function createDecisions(
         const log = entry.log as SlidingLog
         at = recorded ? log.add(now, request.cost) : undefined
         result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
+        if (request.share) result = shareResult(request, result, used, allowed, until, recorded, now)
       }
-      if (until) return held(result, until, now, record)
+      if (until && !request.share) return held(result, until, now, record)
       if (record && !room) return blocked(request, result, now)
       return at === undefined ? result : { ...result, recorded: at }
     })
