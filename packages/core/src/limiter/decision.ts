@@ -37,6 +37,8 @@ export interface Decision {
    * where it came from; the decision is made under it.
    */
   readonly learned?: LearnedLimit
+  /** On a call with `cost: 'estimate'`: the units it asked for in the estimated policy, from the key's estimate. */
+  readonly reserved?: number
 }
 
 /** A policy's decision from its window's result under `limit`; a fallback decision reports the fallback limit. */
