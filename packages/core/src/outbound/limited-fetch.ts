@@ -31,9 +31,11 @@ export interface LimitedFetchOptions {
   maxWaitMs?: number | string
   /**
    * Units each attempt consumes: a whole number, or with several policies a map from policy name to cost (an
-   * estimate of a call's tokens, say, that `settle` corrects). Default: the limiter's cost.
+   * estimate of a call's tokens, say, that `settle` corrects). `'estimate'`, with the limiter's `estimate` option
+   * and the `settle` option: the key's estimate at each attempt, learned from what `settle` reads. Default: the
+   * limiter's cost.
    */
-  cost?: CallCost
+  cost?: CallCost | 'estimate'
   /** The longest pause one Retry-After may put on the whole fleet; a longer one is capped to this. Default '1h'. */
   maxPauseMs?: number | string
   /** The fetch to call. Default: the global fetch, looked up at each call (so a test may stub it). */
@@ -201,7 +203,7 @@ interface ResolvedOptions {
   readonly maxRetries: number
   readonly maxWaitMs: number
   readonly maxPauseMs: number
-  readonly cost: CallCost | undefined
+  readonly cost: CallCost | 'estimate' | undefined
   readonly fetch: FetchFunction | undefined
   readonly transitMs: number
   readonly settle: ReadCost | undefined
@@ -235,6 +237,13 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
   if (settle && typeof given.settle !== 'function') {
     throw new OptionError('limiter', limiter, 'a limiter with settle() for the `settle` option')
   }
+  if (options.cost === 'estimate' && !settle) {
+    throw new OptionError(
+      'settle',
+      settle,
+      "a function that reads each answer's true cost: `cost: 'estimate'` learns the estimate from it",
+    )
+  }
   return Object.freeze({
     key: checkKey(options.key),
     maxRetries: checkInteger(options.maxRetries ?? 2, 'maxRetries', 0, 100),
@@ -257,9 +266,9 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
 const warnSettleError = (error: unknown) =>
   console.warn('fleetlimit: limitedFetch could not settle a call, which keeps the cost it was admitted with:', error)
 
-/** A cost: a whole number, or a map of them (whose policy names the limiter checks when it acquires). */
-function checkCallCost(cost: unknown): CallCost | undefined {
-  if (cost === undefined) return undefined
+/** A cost: a whole number, or a map of them (whose policy names the limiter checks when it acquires), or 'estimate'. */
+function checkCallCost(cost: unknown): CallCost | 'estimate' | undefined {
+  if (cost === undefined || cost === 'estimate') return cost
   if (!isPlainObject(cost)) return checkInteger(cost, 'cost', 1, MAX_LIMIT)
   for (const [name, units] of Object.entries(cost)) checkInteger(units, `cost.${name}`, 1, MAX_LIMIT)
   return Object.freeze({ ...cost }) as CallCost
