@@ -138,6 +138,23 @@ describe("estimated costs: cost: 'estimate', settled after (limiter/estimated-ca
         expect((await limiter.consume('t', { cost: 'estimate' })).reserved).to.equal(100)
       })
 
+      it('a settle that gives units back admits this process’s waiter at once, not when the window slides', async () => {
+        const limiter = limiterOf({ limit: 100, window: '1h', estimate: { initial: 60 } })
+        const first = await limiter.consume('t', { cost: 'estimate' })
+        let admittedAt = ''
+        const waiting = limiter.acquire('t', { cost: 'estimate', maxWaitMs: '2h' }).then((decision) => {
+          admittedAt = 'admitted'
+          return decision
+        })
+        // Two store round trips: the waiter was denied and sleeps, for the hour its denial reported.
+        await limiter.peek('t')
+        await limiter.peek('t')
+        expect(admittedAt).to.equal('')
+        expect(await limiter.settle(first, { cost: 10 })).to.include({ outcome: 'settled' })
+        expect(await waiting).to.include({ allowed: true, reserved: 60, remaining: 30 })
+        expect(await used(limiter, 't', 100)).to.equal(70)
+      })
+
       it('refunds and releases an estimated decision as any other', async () => {
         const limiter = limiterOf({
           policies: [

@@ -77,7 +77,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // object (see Receipted): a refund through another limiter finds none.
   const owner = {}
   const receiptOf = (decision: unknown) => Receipted.of<Receipt>(decision, owner)
-  const estimated = createEstimatedCalls({ policies, plans, estimate: config.estimate, owner, receiptOf })
+  const estimated = createEstimatedCalls({ config, plans, owner, receiptOf, wake: (key) => acquireQueue.wake(key) })
   // A memory store decides at once: a call that no lease can serve is decided without a promise in between.
   const leases = tier !== undefined && leasable && local?.lease !== false
   const pipeline = createDecide({
