@@ -5,6 +5,7 @@ import { type ChildProcess, fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { outboundTokens, TOKEN_SCENARIO, type TokenScenario } from './outbound-tokens.js'
 import { startQuotaUpstream, type UpstreamCounts } from './outbound-upstream.js'
 import type { OutboundWorkerConfig, OutboundWorkerReport } from './outbound-worker.js'
 import type { PartResult } from './run.js'
@@ -134,11 +135,16 @@ async function measure(row: Row, redisUrl: string, scenario: OutboundScenario): 
 
 const percent = (ratio: number) => `${(ratio * 100).toFixed(1)} %`
 
-export async function outbound(scenario: OutboundScenario = OUTBOUND_SCENARIO): Promise<PartResult> {
+export async function outbound(
+  scenario: OutboundScenario = OUTBOUND_SCENARIO,
+  tokenScenario: TokenScenario = TOKEN_SCENARIO,
+): Promise<PartResult> {
   const server = await startRedisServer()
   const rows: OutboundRow[] = []
+  let tokens: Awaited<ReturnType<typeof outboundTokens>>
   try {
     for (const row of ROWS) rows.push(await measure(row, server.url, scenario))
+    tokens = await outboundTokens(server.url, tokenScenario)
   } finally {
     await server.stop()
   }
@@ -170,6 +176,8 @@ export async function outbound(scenario: OutboundScenario = OUTBOUND_SCENARIO): 
     `|---|${rows[0]?.windows.map(() => '---').join('|')}|`,
     ...rows.map((r) => `| ${r.name} | ${r.windows.map((w) => `${w.served}/${w.refused}`).join(' | ')} |`),
     '',
+    tokens.markdown,
   ].join('\n')
-  return { title: 'Outbound: learning the upstream’s quota', markdown, data: { scenario, rows } }
+  const data = { scenario, rows, tokens: { scenario: tokenScenario, rows: tokens.rows } }
+  return { title: 'Outbound: learning the upstream’s quota', markdown, data }
 }

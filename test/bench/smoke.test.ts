@@ -11,6 +11,7 @@ import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
 import { OUTBOUND_SCENARIO, type OutboundRow, outbound } from '../../bench/outbound.js'
+import { TOKEN_SCENARIO, type TokenRow } from '../../bench/outbound-tokens.js'
 import { PEERS } from '../../bench/peers.js'
 import { redisCost } from '../../bench/redis-cost.js'
 import { slidingLogScript } from '../../packages/core/src/store/scripts.generated.js'
@@ -188,11 +189,12 @@ describe('bench parts at a tiny size', () => {
     expect(commandsPerSecondWhileWaiting.map((l) => l.waiters)).to.deep.equal([4, 20, 100])
   })
 
-  it('outbound: a row per adapt mode and Bottleneck, counted by the upstream', async function () {
-    this.timeout(60_000)
+  it('outbound: a row per adapt mode and Bottleneck, and per way to reserve tokens, counted by the upstreams', async function () {
+    this.timeout(90_000)
     const scenario = { ...OUTBOUND_SCENARIO, workers: 2, durationMs: 2_000, changeAtMs: 1_000 }
-    const { data, markdown } = await outbound(scenario)
-    const { rows } = data as { rows: OutboundRow[] }
+    const tokenScenario = { ...TOKEN_SCENARIO, workers: 2, concurrency: 2, durationMs: 1_500, warmUpMs: 500 }
+    const { data, markdown } = await outbound(scenario, tokenScenario)
+    const { rows, tokens } = data as { rows: OutboundRow[]; tokens: { rows: TokenRow[] } }
     expect(rows.map((r) => r.id)).to.deep.equal(['headers', 'aimd', 'false', 'bottleneck'])
     for (const row of rows) {
       expect(row.quota, row.name).to.equal(30)
@@ -203,5 +205,12 @@ describe('bench parts at a tiny size', () => {
       expect(row.errors, row.name).to.deep.equal({})
     }
     expect(markdown).to.include("fleetlimit, adapt: 'headers'")
+    expect(tokens.rows.map((r) => r.id)).to.deep.equal(['worst', 'bound', 'estimate', 'bottleneck'])
+    for (const row of tokens.rows) {
+      expect(row.requests, row.name).to.be.greaterThan(0)
+      for (const value of [row.usedShare, row.peakShare, row.meanCost]) expectFinite(value, row.name)
+      expect(row.errors, row.name).to.deep.equal({})
+    }
+    expect(markdown).to.include("cost: 'estimate'")
   })
 })
