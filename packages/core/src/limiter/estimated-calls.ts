@@ -21,10 +21,6 @@ export interface EstimatedCallsDeps {
   wake(queueKey: string): void
 }
 
-/** Whether a call's options ask for the estimate. */
-export const isEstimate = (options: ConsumeOptions | undefined): boolean =>
-  (options as { cost?: unknown } | undefined)?.cost === 'estimate'
-
 /**
  * The estimated calls of one limiter, and what a settle teaches: the key's estimate, and this process's waiters on
  * the key that units came back. The estimate of a key is this process's: learned from the settles made through
@@ -39,7 +35,8 @@ export function createEstimatedCalls(deps: EstimatedCallsDeps) {
 
   /** A call's plan: at the key's estimate for `cost: 'estimate'`, else as the limiter's plans make it. */
   function planOf(key: KeyInput, options: ConsumeOptions | undefined, accepted: readonly string[]): CallPlan {
-    if (!isEstimate(options)) return plans.planOf(key, options, accepted)
+    // Read in place, not through a helper: every consume passes here.
+    if (options?.cost !== 'estimate') return plans.planOf(key, options, accepted)
     if (estimates === undefined || estimate === undefined) {
       throw new OptionError(
         'cost',
@@ -115,7 +112,7 @@ export function createEstimatedCalls(deps: EstimatedCallsDeps) {
     planOf,
     /** A call's decision: with `reserved` (the estimated policy's cost in its plan) for `cost: 'estimate'`. */
     stamp(options: ConsumeOptions | undefined, decided: Promise<Decision>, plan: CallPlan): Promise<Decision> {
-      if (!isEstimate(options) || estimate === undefined) return decided
+      if (options?.cost !== 'estimate' || estimate === undefined) return decided
       const reserved = plan.costs ? (plan.costs[estimate.index] as number) : plan.cost
       return decided.then((decision) => stampOne(decision, reserved))
     },
