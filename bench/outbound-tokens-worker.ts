@@ -34,7 +34,6 @@ export interface TokenWorkerConfig {
 
 export interface TokenWorkerReport {
   readonly calls: number
-  readonly refused: number
   /** Over every admitted call: units reserved, units settled, and the sum of (reserved - settled) x ms until settled. */
   readonly settles: number
   readonly reservedUnits: number
@@ -45,7 +44,7 @@ export interface TokenWorkerReport {
 
 const { errors, record } = countErrors()
 
-type Call = (prompt: number, signal: AbortSignal) => Promise<number>
+type Call = (prompt: number, signal: AbortSignal) => Promise<void>
 
 const usageOf = async (response: Response) =>
   ((await response.json()) as { usage: { total_tokens: number } }).usage.total_tokens
@@ -119,7 +118,6 @@ function fleetlimitCall(config: TokenWorkerConfig, totals: Totals): { call: Call
         signal,
       })
       await response.arrayBuffer()
-      return response.status
     },
     close: async () => void redis.disconnect(),
   }
@@ -152,7 +150,6 @@ async function bottleneckCall(config: TokenWorkerConfig): Promise<{ call: Call; 
         fetch(config.upstreamUrl, { method: 'POST', headers: { 'x-prompt-tokens': `${prompt}` }, signal }),
       )
       estimate.add(await usageOf(response))
-      return response.status
     },
     close: () => limiter.disconnect(),
   }
@@ -187,22 +184,21 @@ process.once('message', async (config: TokenWorkerConfig) => {
   const endAt = startAt + durationMs
   const signal = AbortSignal.timeout(durationMs)
   // Bottleneck's queue takes no signal: a job still queued at the end is left behind.
-  const ended = new Promise<number>((resolve) => signal.addEventListener('abort', () => resolve(0)))
+  const ended = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()))
   const prompts = seededLognormal(config.seed, config.promptMedian, config.promptSigma, config.maxPrompt)
   let calls = 0
-  let refused = 0
   const loop = async () => {
     while (gate && Date.now() < endAt) {
       calls++
       try {
-        if ((await Promise.race([gate.call(prompts(), signal), ended])) === 429) refused++
+        await Promise.race([gate.call(prompts(), signal), ended])
       } catch (error) {
         if (!signal.aborted) record(error)
       }
     }
   }
   await Promise.all(Array.from({ length: config.concurrency }, loop))
-  await send({ calls, refused, ...totals, errors } satisfies TokenWorkerReport)
+  await send({ calls, ...totals, errors } satisfies TokenWorkerReport)
   await gate?.close().catch(record)
   process.disconnect()
 })
