@@ -9,6 +9,7 @@ import {
   type Store,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
+import fc from 'fast-check'
 import { optionErrorOf, optionErrorOfAsync } from '../../support/option-error.js'
 import { closeStoreClients, storeKinds } from '../../support/stores.js'
 
@@ -197,6 +198,53 @@ describe("estimated costs: cost: 'estimate', settled after (limiter/estimated-ca
       expect(
         (await optionErrorOfAsync(() => limited.consume('t', { cost: 'estimate', maxWaitMs: 5 } as never))).message,
       ).to.include('unknown option `options.maxWaitMs`')
+    })
+
+    it('the documented bound: a window goes over by at most n × (B − r) with n calls in flight costing at most B', async () => {
+      const LIMIT = 100
+      const B = 40
+      const N = 3
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.record({ admit: fc.boolean(), cost: fc.integer({ min: 1, max: B }), pick: fc.nat() }), {
+            maxLength: 60,
+          }),
+          async (steps) => {
+            const limiter = createRateLimiter({
+              policies: [
+                definePolicy({ name: 'tpm', limit: LIMIT, window: '1h' }),
+                definePolicy({ name: 'parallel', concurrency: N }),
+              ],
+              estimate: { policy: 'tpm', initial: 10, samples: 10 },
+              local: false,
+            })
+            const inFlight: Decision[] = []
+            let least = Number.POSITIVE_INFINITY
+            let settled = 0
+            const end = async (decision: Decision, cost: number) => {
+              await limiter.settle(decision, { cost: { tpm: cost } })
+              await limiter.release(decision)
+              settled += cost
+            }
+            for (const { admit, cost, pick } of steps) {
+              if (admit || inFlight.length === 0) {
+                const decision = await limiter.consume('t', { cost: 'estimate' })
+                if (!decision.allowed) continue
+                inFlight.push(decision)
+                least = Math.min(least, decision.reserved as number)
+              } else {
+                await end(inFlight.splice(pick % inFlight.length, 1)[0] as Decision, cost)
+              }
+            }
+            // The worst outcome: every call still in flight costs its bound.
+            for (const decision of inFlight.splice(0)) await end(decision, B)
+            if (least === Number.POSITIVE_INFINITY) return
+            // One window of an hour: it holds every settled cost.
+            expect(settled).to.be.at.most(LIMIT + N * (B - least))
+          },
+        ),
+        { numRuns: 200 },
+      )
     })
 
     it('a settle retried after a timeout is applied once and teaches the estimate once', async () => {
