@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
 import { outboundPriorities, PRIORITIES_SCENARIO, type PrioritiesScenario } from './outbound-priorities.js'
+import { outboundTokens, TOKEN_SCENARIO, type TokenScenario } from './outbound-tokens.js'
 import { startQuotaUpstream, type UpstreamCounts } from './outbound-upstream.js'
 import type { OutboundWorkerConfig, OutboundWorkerReport } from './outbound-worker.js'
 import type { PartResult } from './run.js'
@@ -137,14 +138,17 @@ const percent = (ratio: number) => `${(ratio * 100).toFixed(1)} %`
 
 export async function outbound(
   scenario: OutboundScenario = OUTBOUND_SCENARIO,
-  prioritiesScenario: PrioritiesScenario = PRIORITIES_SCENARIO,
+  parts: { readonly priorities?: PrioritiesScenario; readonly tokens?: TokenScenario } = {},
 ): Promise<PartResult> {
   const server = await startRedisServer()
   const rows: OutboundRow[] = []
   let priorities: Awaited<ReturnType<typeof outboundPriorities>>
+  let tokens: Awaited<ReturnType<typeof outboundTokens>>
+  const tokenScenario = parts.tokens ?? TOKEN_SCENARIO
   try {
     for (const row of ROWS) rows.push(await measure(row, server.url, scenario))
-    priorities = await outboundPriorities(server.url, prioritiesScenario)
+    priorities = await outboundPriorities(server.url, parts.priorities ?? PRIORITIES_SCENARIO)
+    tokens = await outboundTokens(server.url, tokenScenario)
   } finally {
     await server.stop()
   }
@@ -177,7 +181,14 @@ export async function outbound(
     ...rows.map((r) => `| ${r.name} | ${r.windows.map((w) => `${w.served}/${w.refused}`).join(' | ')} |`),
     '',
     priorities.markdown,
+    '',
+    tokens.markdown,
   ].join('\n')
-  const data = { scenario, rows, priorities: { scenario: priorities.scenario, rows: priorities.rows } }
+  const data = {
+    scenario,
+    rows,
+    priorities: { scenario: priorities.scenario, rows: priorities.rows },
+    tokens: { scenario: tokenScenario, rows: tokens.rows },
+  }
   return { title: 'Outbound: learning the upstream’s quota', markdown, data }
 }

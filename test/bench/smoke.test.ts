@@ -12,6 +12,7 @@ import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
 import { OUTBOUND_SCENARIO, type OutboundRow, outbound } from '../../bench/outbound.js'
 import { PRIORITIES_SCENARIO, type PrioritiesRow } from '../../bench/outbound-priorities.js'
+import { TOKEN_SCENARIO, type TokenRow } from '../../bench/outbound-tokens.js'
 import { PEERS } from '../../bench/peers.js'
 import { redisCost } from '../../bench/redis-cost.js'
 import { slidingLogScript } from '../../packages/core/src/store/scripts.generated.js'
@@ -189,12 +190,17 @@ describe('bench parts at a tiny size', () => {
     expect(commandsPerSecondWhileWaiting.map((l) => l.waiters)).to.deep.equal([4, 20, 100])
   })
 
-  it('outbound: a row per adapt mode and Bottleneck, counted by the upstream; priorities beside Bottleneck', async function () {
-    this.timeout(90_000)
+  it('outbound: a row per adapt mode and Bottleneck, priorities beside Bottleneck, and a row per way to reserve tokens', async function () {
+    this.timeout(120_000)
     const scenario = { ...OUTBOUND_SCENARIO, workers: 2, durationMs: 2_000, changeAtMs: 1_000 }
     const prioritiesScenario = { ...PRIORITIES_SCENARIO, workers: 2, batchLoops: 2, durationMs: 2_000 }
-    const { data, markdown } = await outbound(scenario, prioritiesScenario)
-    const { rows, priorities } = data as { rows: OutboundRow[]; priorities: { rows: PrioritiesRow[] } }
+    const tokenScenario = { ...TOKEN_SCENARIO, workers: 2, concurrency: 2, durationMs: 1_500, warmUpMs: 500 }
+    const { data, markdown } = await outbound(scenario, { priorities: prioritiesScenario, tokens: tokenScenario })
+    const { rows, priorities, tokens } = data as {
+      rows: OutboundRow[]
+      priorities: { rows: PrioritiesRow[] }
+      tokens: { rows: TokenRow[] }
+    }
     expect(priorities.rows.map((r) => r.id)).to.deep.equal(['fleetlimit', 'bottleneck'])
     for (const row of priorities.rows) {
       // 2 interactive workers, one call every 250 ms each, in the first of the 2 windows.
@@ -215,5 +221,12 @@ describe('bench parts at a tiny size', () => {
       expect(row.errors, row.name).to.deep.equal({})
     }
     expect(markdown).to.include("fleetlimit, adapt: 'headers'")
+    expect(tokens.rows.map((r) => r.id)).to.deep.equal(['worst', 'bound', 'estimate', 'bottleneck'])
+    for (const row of tokens.rows) {
+      expect(row.requests, row.name).to.be.greaterThan(0)
+      for (const value of [row.usedShare, row.peakShare, row.meanCost]) expectFinite(value, row.name)
+      expect(row.errors, row.name).to.deep.equal({})
+    }
+    expect(markdown).to.include("cost: 'estimate'")
   })
 })

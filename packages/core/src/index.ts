@@ -11,6 +11,7 @@ export {
   StoreError,
 } from './common/errors.js'
 export type { Logger } from './common/logger.js'
+export type { EstimateOptions } from './limiter/cost-estimates.js'
 export type { Decision, DecisionSource } from './limiter/decision.js'
 export type { KeyInput } from './limiter/keys.js'
 export type { LearnedLimit, Lesson } from './limiter/learned-limits.js'

@@ -39,6 +39,8 @@ export interface Decision {
   readonly learned?: LearnedLimit
   /** The priority class the call was decided in, for a policy with `priorities`. */
   readonly priority?: string
+  /** On a call with `cost: 'estimate'`: the units it asked for in the estimated policy, from the key's estimate. */
+  readonly reserved?: number
 }
 
 /** A policy's decision from its window's result under `limit`; a fallback decision reports the fallback limit. */

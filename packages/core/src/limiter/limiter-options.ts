@@ -3,6 +3,7 @@ import type { Logger } from '../common/logger.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import { memoryStore } from '../store/memory-store.js'
 import { contractGap, contractVersions, isStore, STORE_CONTRACT_VERSION, type Store } from '../store/store.js'
+import { type ResolvedEstimate, resolveEstimate } from './cost-estimates.js'
 import type { RateLimiterOptions } from './limiter-types.js'
 import { resolveLocal } from './local-tier.js'
 import {
@@ -25,6 +26,7 @@ const LIMITER_OPTION_NAMES = optionNames<RateLimiterOptions>({
   logger: true,
   local: true,
   maxQueue: true,
+  estimate: true,
 })
 
 /** A limiter's options, validated once, with what follows from its policies worked out. */
@@ -43,6 +45,8 @@ export interface LimiterConfig {
   readonly maxCost: number
   /** Checks the cost a call names. */
   checkCost(cost: unknown): number
+  /** What `cost: 'estimate'` reserves, when the limiter estimates. */
+  readonly estimate: ResolvedEstimate | undefined
 }
 
 export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfig {
@@ -73,6 +77,7 @@ export function resolveLimiterOptions(options: RateLimiterOptions): LimiterConfi
     defaultCost,
     maxCost,
     checkCost: check,
+    estimate: resolveEstimate(options.estimate, policies),
   })
 }
 

@@ -3,6 +3,7 @@ import type { Logger } from '../common/logger.js'
 import type { BreakerState } from '../store/circuit-breaker.js'
 import type { Store } from '../store/store.js'
 import type { ReleaseResult, SettleOptions, SettleResult } from './after-call.js'
+import type { EstimateOptions } from './cost-estimates.js'
 import type { Decision } from './decision.js'
 import type { KeyInput } from './keys.js'
 import type { LearnedLimit, Lesson } from './learned-limits.js'
@@ -25,6 +26,13 @@ export interface RateLimiterOptions extends Partial<PolicyOptions> {
   policies?: readonly (Policy | PolicyOptions)[]
   /** The most `acquire()` waiters queued per key in this process; a call beyond it rejects at once. Default 1000. */
   maxQueue?: number
+  /**
+   * What `cost: 'estimate'` reserves: per key, a high percentile of the costs its settles reported lately in this
+   * process (`initial` until it has 10), so that a call reserves what such calls usually cost and `settle`
+   * corrects it. An estimate below the true cost can put a window over its limit until the call settles: see
+   * docs/in-flight.md for what is guaranteed.
+   */
+  estimate?: EstimateOptions
 }
 
 /** A call's own limit: a whole number, or with several policies a map from policy name to limit. */
@@ -61,9 +69,10 @@ export interface ConsumeOptions extends PeekOptions {
   /**
    * Units this call consumes. Default: the policy's `cost` (1). With several policies, a map from policy name to
    * cost gives each its own (a policy left out takes its `cost`), such as requests and tokens per minute. An
-   * in-flight policy takes one slot, whatever the cost.
+   * in-flight policy takes one slot, whatever the cost. `'estimate'` (a limiter with the `estimate` option): the
+   * key's estimated cost in the estimated policy, its own `cost` in the others; `decision.reserved` says how much.
    */
-  cost?: CallCost
+  cost?: CallCost | 'estimate'
 }
 
 export interface AcquireOptions extends ConsumeOptions {

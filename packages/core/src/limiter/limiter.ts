@@ -8,6 +8,7 @@ import { type CallPlan, createCallPlans } from './call-plans.js'
 import { createDecide } from './decide.js'
 import type { Decision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
+import { createEstimatedCalls } from './estimated-calls.js'
 import type { KeyInput } from './keys.js'
 import { createLearning } from './learned-limits.js'
 import { resolveLimiterOptions } from './limiter-options.js'
@@ -64,6 +65,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // Leases reserve units of one sliding log; other calls only use the deny cache. A policy with a block denies
   // through the store, which starts the block.
   const leasable = isLeasable(policies)
+  // Only a store with leases counts a unit longer than its window (acquire's transitMs).
+  const canTransit = leasable && !!store.lease
   const slotPolicies = policies.filter((p) => p.concurrency !== undefined)
   /** What `decision.extend()` keeps slots for by default: the longest slot life of the policies. */
   const slotTtlMs = Math.max(0, ...slotPolicies.map((p) => p.window))
@@ -75,6 +78,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // object (see Receipted): a refund through another limiter finds none.
   const owner = {}
   const receiptOf = (decision: unknown) => Receipted.of<Receipt>(decision, owner)
+  const estimated = createEstimatedCalls({ config, plans, owner, receiptOf, wake: (key) => acquireQueue.wake(key) })
   // A memory store decides at once: a call that no lease can serve is decided without a promise in between.
   const leases = tier !== undefined && leasable && local?.lease !== false
   const pipeline = createDecide({
@@ -184,21 +188,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       // Not an async function around decide(): that would add a promise and its ticks to every decision.
       let plan: CallPlan
       try {
-        plan = plans.planOf(key, options, CONSUME_OPTIONS)
+        plan = estimated.planOf(key, options, CONSUME_OPTIONS)
       } catch (error) {
         return Promise.reject(error)
       }
-      return pipeline.decide(plan, plan.cost, plan.costs)
+      return estimated.stamp(options, pipeline.decide(plan, plan.cost, plan.costs), plan)
     },
     async acquire(key, options) {
-      const plan = plans.planOf(key, options, ACQUIRE_OPTIONS)
-      const { queueKey, maxWaitMs, signal, transitMs } = acquireOptions(
-        plan,
-        options,
-        first.window,
-        leasable && !!store.lease,
-      )
-      return acquireQueue.acquire(queueKey, { plan, transitMs }, plan.cost, maxWaitMs, signal, plan.costs)
+      const plan = estimated.planOf(key, options, ACQUIRE_OPTIONS)
+      const { queueKey, maxWaitMs, signal, transitMs } = acquireOptions(plan, options, first.window, canTransit)
+      const admitted = acquireQueue.acquire(queueKey, { plan, transitMs }, plan.cost, maxWaitMs, signal, plan.costs)
+      return estimated.stamp(options, admitted, plan)
     },
     peek: peeks.peek,
     learned: learning.learned,
@@ -213,7 +213,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
     refund: refunds.refund,
     release: (decision) => afterCall.release(decision),
-    settle: (decision, options) => afterCall.settle(decision, options),
+    settle: (decision, options) => estimated.settle(decision, options, afterCall.settle),
     async pause(key, ms) {
       const duration = parseDuration(ms, 'pause(key, ms)', { max: MAX_HOLD_MS })
       const windows = plans.windowsOf(key, undefined)

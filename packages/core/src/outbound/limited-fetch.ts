@@ -31,9 +31,11 @@ export interface LimitedFetchOptions {
   maxWaitMs?: number | string
   /**
    * Units each attempt consumes: a whole number, or with several policies a map from policy name to cost (an
-   * estimate of a call's tokens, say, that `settle` corrects). Default: the limiter's cost.
+   * estimate of a call's tokens, say, that `settle` corrects). `'estimate'`, with the limiter's `estimate` option
+   * and the `settle` option: the key's estimate at each attempt, learned from what `settle` reads. Default: the
+   * limiter's cost.
    */
-  cost?: CallCost
+  cost?: CallCost | 'estimate'
   /**
    * The priority class of each attempt, for a limiter whose policy has `priorities` (acquire's `priority`). Default:
    * the policy's last (lowest) class.
@@ -208,7 +210,7 @@ interface ResolvedOptions {
   readonly maxRetries: number
   readonly maxWaitMs: number
   readonly maxPauseMs: number
-  readonly cost: CallCost | undefined
+  readonly cost: CallCost | 'estimate' | undefined
   readonly priority: string | undefined
   readonly fetch: FetchFunction | undefined
   readonly transitMs: number
@@ -247,6 +249,13 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
   if (settle && typeof given.settle !== 'function') {
     throw new OptionError('limiter', limiter, 'a limiter with settle() for the `settle` option')
   }
+  if (options.cost === 'estimate' && !settle) {
+    throw new OptionError(
+      'settle',
+      settle,
+      "a function that reads each answer's true cost: `cost: 'estimate'` learns the estimate from it",
+    )
+  }
   return Object.freeze({
     key: checkKey(options.key),
     maxRetries: checkInteger(options.maxRetries ?? 2, 'maxRetries', 0, 100),
@@ -277,9 +286,9 @@ function checkPriority(priority: unknown): string | undefined {
   throw new OptionError('priority', priority, "a priority class's name, such as 'interactive'")
 }
 
-/** A cost: a whole number, or a map of them (whose policy names the limiter checks when it acquires). */
-function checkCallCost(cost: unknown): CallCost | undefined {
-  if (cost === undefined) return undefined
+/** A cost: a whole number, or a map of them (whose policy names the limiter checks when it acquires), or 'estimate'. */
+function checkCallCost(cost: unknown): CallCost | 'estimate' | undefined {
+  if (cost === undefined || cost === 'estimate') return cost
   if (!isPlainObject(cost)) return checkInteger(cost, 'cost', 1, MAX_LIMIT)
   for (const [name, units] of Object.entries(cost)) checkInteger(units, `cost.${name}`, 1, MAX_LIMIT)
   return Object.freeze({ ...cost }) as CallCost

@@ -1,0 +1,135 @@
+// The LLM-shaped upstream of the outbound part: a tokens-per-window quota in a sliding window of arrivals. Each call
+// brings its prompt's tokens (the `x-prompt-tokens` header); the upstream draws its completion from a seeded skewed
+// distribution (capped at max_tokens) and answers after some ms with the usage in the body, as an LLM API does. It
+// serves every call, and counts as a refusal each call whose tokens put the window of its arrival over the quota:
+// what a provider would have answered 429, without a refusal changing what the fleet does next.
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+export interface TokenUpstreamOptions {
+  readonly windowMs: number
+  /** Tokens per sliding window of `windowMs`. */
+  readonly limit: number
+  /** The most tokens a completion takes (a request's max_tokens). */
+  readonly maxTokens: number
+  /** The completions' median, and the spread of their logarithm (a lognormal distribution). */
+  readonly medianTokens: number
+  readonly sigma: number
+  readonly seed: number
+  /** The time an answer takes: `baseMs` plus `msPerToken` for each completion token. */
+  readonly baseMs: number
+  readonly msPerToken: number
+}
+
+export interface TokenCounts {
+  readonly requests: number
+  /** Calls whose tokens put the window of their arrival over the quota. */
+  readonly refused: number
+  /** Tokens served after the warm-up, over the quota of that time: the share of the quota used at saturation. */
+  readonly usedShare: number
+  /** The most tokens any window of arrivals held, over the limit. */
+  readonly peakShare: number
+  readonly meanCost: number
+}
+
+/** A seeded uniform generator on [0, 1) (mulberry32). */
+export function seededUniform(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** Whole numbers from a lognormal distribution of that median and sigma, at least 1 and at most `max`. */
+export function seededLognormal(seed: number, median: number, sigma: number, max: number): () => number {
+  const uniform = seededUniform(seed)
+  return () => {
+    // Box-Muller: one standard normal from two uniforms.
+    const z = Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform())
+    return Math.min(max, Math.max(1, Math.round(median * Math.exp(sigma * z))))
+  }
+}
+
+/** The tokens of the arrivals within the last `windowMs`: a queue of (time, tokens), trimmed as time goes. */
+function slidingSum(windowMs: number) {
+  const times: number[] = []
+  const tokens: number[] = []
+  let head = 0
+  let sum = 0
+  return {
+    at(now: number): number {
+      while (head < times.length && (times[head] as number) <= now - windowMs) sum -= tokens[head++] as number
+      return sum
+    },
+    add(now: number, units: number) {
+      times.push(now)
+      tokens.push(units)
+      sum += units
+    },
+  }
+}
+
+export async function startTokenUpstream(options: TokenUpstreamOptions) {
+  const { windowMs, limit } = options
+  const completion = seededLognormal(options.seed, options.medianTokens, options.sigma, options.maxTokens)
+  let startAt = Number.POSITIVE_INFINITY
+  let endAt = Number.POSITIVE_INFINITY
+  let measureFrom = Number.POSITIVE_INFINITY
+  const window = slidingSum(windowMs)
+  let requests = 0
+  let refused = 0
+  let servedTokens = 0
+  let measuredTokens = 0
+  let peak = 0
+
+  const server = createServer((req, res) => {
+    req.resume()
+    const now = performance.now()
+    const answer = (total: number) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ usage: { total_tokens: total } }))
+    // Outside the run (the workers' warm-up), a call is answered and counted nowhere.
+    if (now < startAt || now >= endAt) return answer(0)
+    const prompt = Number(req.headers['x-prompt-tokens'] ?? 0)
+    const output = completion()
+    const total = prompt + output
+    requests++
+    window.add(now, total)
+    const held = window.at(now)
+    peak = Math.max(peak, held)
+    if (held > limit) refused++
+    servedTokens += total
+    if (now >= measureFrom) measuredTokens += total
+    setTimeout(() => answer(total), options.baseMs + output * options.msPerToken)
+  })
+  server.keepAliveTimeout = 60_000
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`,
+    /** Counts from `at` (epoch ms) for `durationMs`; usage is measured after `warmUpMs` of that. */
+    start(at: number, durationMs: number, warmUpMs: number) {
+      startAt = performance.now() + (at - Date.now())
+      endAt = startAt + durationMs
+      measureFrom = startAt + warmUpMs
+    },
+    counts(): TokenCounts {
+      const measuredWindows = (endAt - measureFrom) / windowMs
+      return {
+        requests,
+        refused,
+        usedShare: measuredTokens / (limit * measuredWindows),
+        peakShare: peak / limit,
+        meanCost: requests === 0 ? 0 : servedTokens / requests,
+      }
+    },
+    async close() {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    },
+  }
+}

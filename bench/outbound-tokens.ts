@@ -1,0 +1,201 @@
+// The outbound part's LLM-shaped workload: worker processes share a tokens-per-window quota whose calls' costs are
+// known only from the answers (a skewed distribution, settled after the call). One row per way of reserving a call's
+// tokens, and Bottleneck's nearest equivalent; the upstream counts every window of arrivals.
+import { type ChildProcess, fork } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import { startTokenUpstream, type TokenCounts } from './outbound-tokens-upstream.js'
+import type { TokenRowKind, TokenWorkerConfig, TokenWorkerReport } from './outbound-tokens-worker.js'
+
+export interface TokenScenario {
+  readonly workers: number
+  /** Calls each worker keeps going at once. */
+  readonly concurrency: number
+  /** Tokens per window, the limiter's and the upstream's. */
+  readonly limit: number
+  /** A minute, scaled down: the calls' times are scaled alike. */
+  readonly windowMs: number
+  readonly durationMs: number
+  /** Usage is measured after this much of the run (the estimate's warm-up, the fleet reaching saturation). */
+  readonly warmUpMs: number
+  readonly prompt: { readonly median: number; readonly sigma: number; readonly max: number }
+  readonly completion: { readonly median: number; readonly sigma: number; readonly maxTokens: number }
+  /** An answer's time: `baseMs` plus `msPerToken` per completion token. */
+  readonly baseMs: number
+  readonly msPerToken: number
+  readonly transitMs: number
+  readonly estimate: { readonly initial: number; readonly percentile: number }
+  readonly seed: number
+}
+
+export const TOKEN_SCENARIO: TokenScenario = {
+  workers: 4,
+  concurrency: 4,
+  limit: 4_000,
+  windowMs: 1_000,
+  durationMs: 8_000,
+  warmUpMs: 2_000,
+  prompt: { median: 100, sigma: 0.6, max: 600 },
+  completion: { median: 80, sigma: 1, maxTokens: 600 },
+  baseMs: 30,
+  msPerToken: 0.1,
+  transitMs: 20,
+  estimate: { initial: 300, percentile: 0.9 },
+  seed: 40,
+}
+
+interface Row {
+  readonly id: TokenRowKind
+  readonly name: string
+}
+
+const ROWS: readonly Row[] = [
+  { id: 'worst', name: 'fleetlimit, a fixed worst case (max prompt + max_tokens), settled' },
+  { id: 'bound', name: 'fleetlimit, its own bound (prompt + max_tokens), settled' },
+  { id: 'estimate', name: "fleetlimit, cost: 'estimate' (p90 per key), settled" },
+  { id: 'bottleneck', name: 'Bottleneck 2.19.5 (Redis clustering, weight = the p90 estimate; cannot settle)' },
+]
+
+export interface TokenRow extends TokenCounts {
+  readonly id: TokenRowKind
+  readonly name: string
+  readonly calls: number
+  /** Units reserved and settled over every admitted call; undefined for Bottleneck, which does not settle. */
+  readonly meanReserved: number | undefined
+  readonly meanSettled: number | undefined
+  /**
+   * The mean of what calls in flight held above (or, below 0, under) their true cost, over the limit: the share of
+   * the quota a saturated fleet cannot use (or may go over) while calls are in flight.
+   */
+  readonly inFlightExcessShare: number | undefined
+  /** What the reservations leave usable: 1 less the share held over true cost (when above 0) and the transit margin. */
+  readonly ceiling: number | undefined
+  readonly errors: Record<string, number>
+}
+
+/** Waits for one message of the child, failing if it exits first. */
+function reply<T>(child: ChildProcess): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`token worker exited with ${code}`))
+    child.once('exit', onExit)
+    child.once('message', (message: T) => {
+      child.off('exit', onExit)
+      resolve(message)
+    })
+  })
+}
+
+async function measure(row: Row, redisUrl: string, scenario: TokenScenario): Promise<TokenRow> {
+  const { workers: count, windowMs, limit, durationMs, warmUpMs, completion } = scenario
+  const upstream = await startTokenUpstream({
+    windowMs,
+    limit,
+    maxTokens: completion.maxTokens,
+    medianTokens: completion.median,
+    sigma: completion.sigma,
+    seed: scenario.seed,
+    baseMs: scenario.baseMs,
+    msPerToken: scenario.msPerToken,
+  })
+  const key = `tokens-${row.id}-${randomBytes(4).toString('hex')}`
+  const workerPath = fileURLToPath(new URL('./outbound-tokens-worker.ts', import.meta.url))
+  const workers = Array.from({ length: count }, () =>
+    fork(workerPath, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  )
+  try {
+    const ready = workers.map((child) => reply<unknown>(child))
+    workers.forEach((child, i) => {
+      const config: TokenWorkerConfig = {
+        redisUrl,
+        key,
+        kind: row.id,
+        limit,
+        windowMs,
+        promptMedian: scenario.prompt.median,
+        promptSigma: scenario.prompt.sigma,
+        maxPrompt: scenario.prompt.max,
+        maxTokens: completion.maxTokens,
+        seed: scenario.seed * 100 + i,
+        concurrency: scenario.concurrency,
+        upstreamUrl: upstream.url,
+        transitMs: scenario.transitMs,
+        initial: scenario.estimate.initial,
+        percentile: scenario.estimate.percentile,
+      }
+      child.send(config)
+    })
+    await Promise.all(ready)
+    const done = workers.map((child) => reply<TokenWorkerReport>(child))
+    const startAt = Date.now() + 300
+    upstream.start(startAt, durationMs, warmUpMs)
+    for (const child of workers) child.send({ startAt, durationMs })
+    const reports = await Promise.all(done)
+    const errors: Record<string, number> = {}
+    for (const report of reports) {
+      for (const [message, times] of Object.entries(report.errors)) errors[message] = (errors[message] ?? 0) + times
+    }
+    const sum = (field: 'settles' | 'reservedUnits' | 'settledUnits' | 'excessUnitMs' | 'calls') =>
+      reports.reduce((total, r) => total + r[field], 0)
+    const counts = upstream.counts()
+    const settles = row.id !== 'bottleneck'
+    const excess = settles ? sum('excessUnitMs') / durationMs / limit : undefined
+    return {
+      id: row.id,
+      name: row.name,
+      ...counts,
+      calls: sum('calls'),
+      meanReserved: settles ? sum('reservedUnits') / Math.max(1, sum('settles')) : undefined,
+      meanSettled: settles ? sum('settledUnits') / Math.max(1, sum('settles')) : undefined,
+      // The time average of the excess in flight, over the run's length, per unit of the limit.
+      inFlightExcessShare: excess,
+      ceiling: excess === undefined ? undefined : 1 - Math.max(0, excess) - scenario.transitMs / windowMs,
+      errors,
+    }
+  } finally {
+    for (const child of workers) if (child.exitCode === null) child.kill()
+    await upstream.close()
+  }
+}
+
+const percent = (ratio: number | undefined) => (ratio === undefined ? '—' : `${(ratio * 100).toFixed(1)} %`)
+const units = (value: number | undefined) => (value === undefined ? '—' : value.toFixed(0))
+
+/** Runs every row on the Redis at `redisUrl`: the rows and their table. */
+export async function outboundTokens(
+  redisUrl: string,
+  scenario: TokenScenario = TOKEN_SCENARIO,
+): Promise<{ rows: TokenRow[]; markdown: string }> {
+  const rows: TokenRow[] = []
+  for (const row of ROWS) rows.push(await measure(row, redisUrl, scenario))
+  const { workers, concurrency, limit, windowMs, durationMs, warmUpMs, prompt, completion } = scenario
+  const errorsOf = (row: TokenRow) =>
+    Object.entries(row.errors)
+      .map(([message, times]) => `${times} × ${message.replaceAll('|', '\\|').replaceAll('\n', ' ')}`)
+      .join('; ') || 'none'
+  const markdown = [
+    '### An LLM-shaped workload: tokens per window, costs known after the call',
+    '',
+    `${workers} worker processes, ${concurrency} loops each, call one upstream for ${durationMs / 1000} s. Its quota is ${limit} tokens`,
+    `per sliding ${windowMs / 1000} s window of arrivals (a minute, scaled down), shared through one Redis. A call's prompt`,
+    `is known to the caller (lognormal, median ${prompt.median}, at most ${prompt.max} tokens); its completion is drawn by the`,
+    `upstream (lognormal, median ${completion.median}, sigma ${completion.sigma}, at most max_tokens = ${completion.maxTokens}),`,
+    `answered after ${scenario.baseMs} ms + ${scenario.msPerToken} ms per completion token, with the usage in the body. It serves`,
+    "every call, and counts as a 429 each call that puts its arrival's window over the quota (a provider would have",
+    'refused it). Every fleetlimit row settles each call to the usage reported, with',
+    `\`transitMs: ${scenario.transitMs}\`. Used: the tokens served after the first ${warmUpMs / 1000} s over the quota of that time.`,
+    'Peak: the most tokens any window of arrivals held. Held over true cost: what calls in flight held above their',
+    'true cost, on average, over the limit, a share a saturated fleet cannot use; below 0, what they held too',
+    'little, which puts windows over. Ceiling: 100 % less that share and the transit margin.',
+    '',
+    '| limiter | calls | 429s | used | peak window / limit | mean reserved | mean true cost | held over true cost | ceiling | errors |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.requests} | **${r.refused}** | **${percent(r.usedShare)}** | **${percent(r.peakShare)}** | ` +
+        `${units(r.meanReserved)} | ${units(r.meanSettled)} | ${percent(r.inFlightExcessShare)} | ` +
+        `${percent(r.ceiling)} | ${errorsOf(r)} |`,
+    ),
+    '',
+  ].join('\n')
+  return { rows, markdown }
+}
