@@ -100,7 +100,7 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
     expect(await limiter.learn('api', { source: 'aimd', used: 1 })).to.deep.equal({ limit: 1, source: 'aimd' })
   })
 
-  it('refuses a lesson it cannot take, and learns nothing for a limiter of several policies', async () => {
+  it('refuses a lesson it cannot take, and one that names no policy when several learn', async () => {
     const limiter = make()
     for (const [lesson, option] of [
       [{ source: 'headers' }, 'lesson.limit'],
@@ -117,10 +117,20 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
         { limit: 50, window: '1m', name: 'b' },
       ],
     })
-    expect((await optionErrorOfAsync(() => several.learn('api', { source: 'aimd' }))).option).to.equal(
-      'learn(key, lesson)',
+    // Several policies learn each its own limit: a lesson names its policy.
+    expect((await optionErrorOfAsync(() => several.learn('api', { source: 'aimd' }))).message).to.equal(
+      "fleetlimit: invalid option `lesson.policy`: got undefined; expected the name of a policy that learns: 'a', 'b' (this limiter has several).",
     )
+    expect((await optionErrorOfAsync(() => several.learn('api', { source: 'aimd', policy: 'c' }))).option).to.equal(
+      'lesson.policy',
+    )
+    expect((await optionErrorOfAsync(() => several.learned('api', 'c'))).option).to.equal('learned(key, policy)')
     expect(await several.learned('api')).to.equal(undefined)
+    const slots = createRateLimiter({ concurrency: 2 })
+    expect((await optionErrorOfAsync(() => slots.learn('api', { source: 'aimd' }))).message).to.equal(
+      'fleetlimit: invalid option `lesson.policy`: got undefined; expected a limiter with a rate policy: in-flight slots and calendar periods learn no limit.',
+    )
+    expect(await slots.learned('api')).to.equal(undefined)
   })
 })
 

@@ -1,4 +1,4 @@
-import type { Decision, LearnedLimit } from '@fleetlimit/core'
+import type { CallLimit, Decision, LearnedLimit } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { resolvePolicy } from '../../../packages/core/src/limiter/policy.js'
 import { createAdapter } from '../../../packages/core/src/outbound/adapt.js'
@@ -38,10 +38,10 @@ describe('the adapter of limitedFetch', () => {
       { limit: 14, source: 'aimd' },
       { limit: 14, source: 'aimd' },
     ])
-    const asked: (number | undefined)[] = []
+    const asked: CallLimit[] = []
     const answers = [decision(20, 3), decision(14, 2)]
     const admitted = await createAdapter(limiter, 'aimd', 'k', undefined).admit(async (limit) => {
-      asked.push(limit)
+      if (limit !== undefined) asked.push(limit)
       return answers.shift() as Decision
     })
     // 17 units were in the window once the first was admitted under 20: over the 14 learned meanwhile.
