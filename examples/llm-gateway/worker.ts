@@ -23,6 +23,13 @@ export interface WorkerConfig {
 export type WorkerMessage =
   | { readonly type: 'ready' }
   | {
+      /** This worker's limiter now holds a policy to a limit learned from the upstream (null: back to its own). */
+      readonly type: 'learned'
+      readonly worker: number
+      readonly policy: string
+      readonly limit: number | null
+    }
+  | {
       readonly type: 'done'
       readonly worker: number
       readonly ok: number
@@ -58,6 +65,10 @@ process.once('message', async (config: WorkerConfig) => {
       { name: 'in-flight', concurrency: config.inFlight, timeoutMs },
     ],
   })
+  // The upstream states its quotas in every answer; what the fleet learns of them, each worker tells.
+  limiter.on('learned', (_key, learned, policy) => {
+    send({ type: 'learned', worker: config.worker, policy, limit: learned?.limit ?? null }).catch(() => {})
+  })
   // The limiter as limitedFetch sees it, counting the settles that left a window over its limit: none should,
   // as no call costs more than the estimate it was admitted with.
   let overLimit = 0
@@ -74,6 +85,8 @@ process.once('message', async (config: WorkerConfig) => {
     key: 'api.llm.test',
     // A call is admitted with its upper bound (an LLM call's max_tokens), and settled down to its usage.
     cost: { requests: 1, units: config.estimate },
+    // The upstream's quotas (x-ratelimit-*-requests and -tokens) lower these policies' limits, fleet-wide.
+    quotas: { requests: 'requests', tokens: 'units' },
     settle: async (response) => ({ units: await usageOf(response) }),
     onSettleError(error) {
       errors++
