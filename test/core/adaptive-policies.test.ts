@@ -149,6 +149,36 @@ for (const kind of ['memory', 'redis'] as const) {
       }
     })
 
+    it('an admission refunded for a limit cut while it waited gives its in-flight slot back too', async () => {
+      stub = await startStub(() => ({ status: 200 }))
+      const [one] = fleet()
+      for (let i = 0; i < 3; i++) await one.consume('llm', { cost })
+      // Another process cuts the requests limit to 2 while this call waits: its admission (the fourth request) is
+      // over the new limit, so it is refunded and asked again, and cannot be admitted within its budget.
+      let cut = false
+      const waiting = {
+        ...one,
+        async acquire(...args: Parameters<RateLimiter['acquire']>) {
+          const decision = await one.acquire(...args)
+          if (!cut) {
+            cut = true
+            await one.learn('llm', { source: 'headers', limit: 2, policy: 'rpm' })
+          }
+          return decision
+        },
+      }
+      const outcome = await limitedFetch(waiting, { key: 'llm', cost, maxWaitMs: '1s' })(stub.url).catch((e) => e)
+      expect(isFleetlimitError(outcome, 'ERR_FLEETLIMIT_TIMEOUT')).to.equal(true)
+      expect(stub.arrivals).to.have.length(0)
+      const peek = await one.peek('llm')
+      expect(peek.policies?.map((d) => [d.policy, d.limit, d.remaining])).to.deep.equal([
+        ['rpm', 2, 0],
+        ['tpm', 100_000, 96_400],
+        // The three consumed above still hold theirs; the refunded admission's is free.
+        ['slots', 5, 2],
+      ])
+    })
+
     it('names the quotas in `quotas`: a tokens quota sent as an IETF policy of another name', async () => {
       stub = await startStub(() => ({
         status: 200,

@@ -33,7 +33,7 @@ export interface Adapter {
 }
 
 type Learner = Pick<RateLimiter, 'learn' | 'learned'> &
-  Partial<Pick<RateLimiter, 'refund'>> & { readonly policies: readonly Policy[] }
+  Partial<Pick<RateLimiter, 'refund' | 'release'>> & { readonly policies: readonly Policy[] }
 
 /** The limiter's rate policies, which each learn a limit; undefined when it has none or cannot learn. */
 function learnerOf(limiter: unknown): { learner: Learner; policies: readonly Policy[] } | undefined {
@@ -136,7 +136,9 @@ export function createAdapter(
           return (usedOf(decision, t.name) ?? 0) > lowered
         })
         if (!over) return decision
+        // Its units back, and its in-flight slots: the admission asked again takes its own.
         await found.learner.refund(decision).catch(drop)
+        await found.learner.release?.(decision).catch(drop)
       }
     },
     read(response, decision) {
