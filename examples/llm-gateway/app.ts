@@ -3,11 +3,18 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { memoryStore } from '@fleetlimit/core'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { createGateway, type Done, type GatewayConfig, type Learned } from './gateway.js'
 import { startUpstream, type Upstream, type UpstreamStats } from './upstream.js'
 import type { WorkerConfig, WorkerMessage } from './worker.js'
 
 export interface LlmGatewayOptions {
+  /**
+   * Where the workers share their windows: 'redis' (the default), each worker a process of its own; or 'memory',
+   * the workers side by side in this process on one memory store (which keeps its windows in one process).
+   */
+  readonly store?: 'redis' | 'memory'
   /** The Redis the workers share. Default: a redis-server started for the run, and stopped after it. */
   readonly redisUrl?: string
   /** Worker processes. Default 4. */
@@ -46,7 +53,7 @@ export interface LlmGatewayReport {
   /** What the upstream saw over the whole run (every call, to the stop): its maxima are the proof. */
   readonly upstream: UpstreamStats
   /** What each worker's limiter learned of the upstream's quotas, in the order heard. */
-  readonly learned: readonly Extract<WorkerMessage, { type: 'learned' }>[]
+  readonly learned: readonly Learned[]
   /** Calls served and their units, counted at their arrival within the measured run (`windows` windows). */
   readonly measured: { readonly ms: number; readonly served: number; readonly units: number }
   /** The most units any fleet could have had served in the measured run: the units limit of each window. */
@@ -54,7 +61,7 @@ export interface LlmGatewayReport {
   /** measured.units / idealUnits. */
   readonly throughput: number
   /** The workers' own counts. */
-  readonly workers: readonly Extract<WorkerMessage, { type: 'done' }>[]
+  readonly workers: readonly Done[]
   /** Whether every expectation held. */
   readonly passed: boolean
 }
@@ -91,12 +98,13 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
   const windows = options.windows ?? 2
   const marginMs = options.marginMs ?? 500
   const dropAfter = options.dropAfter ?? 1
+  const onRedis = options.store !== 'memory'
   const { redisUrl, server } =
-    options.redisUrl === undefined
-      ? await startRedisServer().then((started) => ({ redisUrl: started.url, server: started }))
-      : { redisUrl: options.redisUrl, server: undefined }
+    !onRedis || options.redisUrl !== undefined
+      ? { redisUrl: options.redisUrl, server: undefined }
+      : await startRedisServer().then((started) => ({ redisUrl: started.url, server: started }))
   let upstream: Upstream | undefined
-  const workers: ChildProcess[] = []
+  let fleet: Fleet | undefined
   try {
     const api = await startUpstream({
       requestsPerWindow: REQUESTS_PER_WINDOW,
@@ -110,7 +118,8 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
     log(
       `${workerCount} workers call an LLM upstream that allows ${REQUESTS_PER_WINDOW} requests and ` +
         `${UNITS_PER_WINDOW} units per ${window} and ${IN_FLIGHT} calls in flight; they share one fleetlimit ` +
-        `limiter with those three policies (windows ${marginMs} ms longer) through Redis at ${redisUrl}; ` +
+        `limiter with those three policies (windows ${marginMs} ms longer) ` +
+        (onRedis ? `through Redis at ${redisUrl}; ` : 'on one memory store, in this process; ') +
         'the upstream states its quotas in x-ratelimit-* headers' +
         (dropAfter > 0 && dropAfter < windows
           ? `, and lowers them to ${DROPPED.requestsPerWindow} requests and ${DROPPED.unitsPerWindow} units ` +
@@ -118,8 +127,6 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
           : ''),
     )
     const base = {
-      redisUrl,
-      prefix: `fleetlimit-llm-${randomBytes(4).toString('hex')}`,
       upstreamUrl: api.url,
       calls: options.callsPerWorker ?? 3,
       requestsPerWindow: REQUESTS_PER_WINDOW,
@@ -128,31 +135,19 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
       windowMs: windowMs + marginMs,
       estimate: MAX_COST,
     }
-    const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url))
-    const done: Extract<WorkerMessage, { type: 'done' }>[] = []
-    const learned: Extract<WorkerMessage, { type: 'learned' }>[] = []
-    const ready = Array.from({ length: workerCount }, (_, i) => {
-      const child = fork(workerPath, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-      workers.push(child)
-      child.send({ ...base, worker: i + 1 } satisfies WorkerConfig)
-      return new Promise<void>((resolve, reject) => {
-        child.on('message', (message: WorkerMessage) => {
-          if (message.type === 'ready') resolve()
-          else if (message.type === 'learned') {
-            learned.push(message)
-            const what = message.limit === null ? 'back to its configured limit' : `${message.limit} per window`
-            log(`  worker ${message.worker} learned from the upstream's headers: ${message.policy} ${what}`)
-          } else done.push(message)
-        })
-        child.once('exit', (code) => reject(new Error(`worker ${i + 1} exited with ${code} before it was ready`)))
-      })
-    })
-    await Promise.all(ready)
-    for (const child of workers) child.removeAllListeners('exit')
-    const exited = workers.map((child) => once(child, 'exit'))
-
+    const done: Done[] = []
+    const learned: Learned[] = []
+    const tell = (message: Learned) => {
+      learned.push(message)
+      const what = message.limit === null ? 'back to its configured limit' : `${message.limit} per window`
+      log(`  worker ${message.worker} learned from the upstream's headers: ${message.policy} ${what}`)
+    }
+    const configs = Array.from({ length: workerCount }, (_, i) => ({ ...base, worker: i + 1 }))
+    fleet = onRedis
+      ? await processFleet(configs, redisUrl as string, tell, (d) => done.push(d))
+      : await inProcessFleet(configs, tell, (d) => done.push(d))
     const started = performance.now()
-    for (const child of workers) child.send('go')
+    fleet.go()
     for (let w = 1; w <= windows; w++) {
       await sleep(started + w * windowMs - performance.now())
       const { served, units, rejected } = api.stats()
@@ -167,8 +162,7 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
     }
     const measuredMs = performance.now() - started
     const { served, units } = api.stats()
-    for (const child of workers) child.send('stop')
-    const exits = await Promise.all(exited)
+    const clean = await fleet.stop()
     const stats = api.stats()
 
     const dropped = dropAfter > 0 && dropAfter < windows
@@ -223,7 +217,6 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
       `units served in ${windows} windows: ${units} of the ${idealUnits} the units limits allow ` +
         `(${(throughput * 100).toFixed(1)}%, expected at least ${least * 100}%)`,
     )
-    const clean = exits.filter(([code]) => code === 0).length
     check(
       errors === 0 && overLimit === 0 && clean === workerCount && done.length === workerCount,
       `workers: ${clean} of ${workerCount} reported and exited cleanly; failed calls or settles: ${errors}; ` +
@@ -245,8 +238,97 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
       passed,
     }
   } finally {
-    for (const child of workers) if (child.exitCode === null && child.signalCode === null) child.kill()
+    fleet?.kill()
     await upstream?.close()
     await server?.stop()
+  }
+}
+
+/** The workers of a run, ready to call: `go` starts them; `stop` stops them and resolves with those that ended cleanly. */
+interface Fleet {
+  go(): void
+  stop(): Promise<number>
+  /** Ends whatever is left of them, after a failure. */
+  kill(): void
+}
+
+/** Each worker a process of its own (worker.ts), sharing the windows through Redis under one prefix. */
+async function processFleet(
+  configs: readonly GatewayConfig[],
+  redisUrl: string,
+  tell: (learned: Learned) => void,
+  report: (done: Done) => void,
+): Promise<Fleet> {
+  const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url))
+  const prefix = `fleetlimit-llm-${randomBytes(4).toString('hex')}`
+  const workers: ChildProcess[] = []
+  const kill = () => {
+    for (const child of workers) if (child.exitCode === null && child.signalCode === null) child.kill()
+  }
+  const ready = configs.map((config) => {
+    const child = fork(workerPath, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    workers.push(child)
+    child.send({ ...config, redisUrl, prefix } satisfies WorkerConfig)
+    return new Promise<void>((resolve, reject) => {
+      child.on('message', (message: WorkerMessage) => {
+        if (message.type === 'ready') resolve()
+        else if (message.type === 'learned') tell(message)
+        else report(message)
+      })
+      child.once('exit', (code) => reject(new Error(`worker ${config.worker} exited with ${code} before it was ready`)))
+    })
+  })
+  try {
+    await Promise.all(ready)
+  } catch (error) {
+    kill()
+    throw error
+  }
+  for (const child of workers) child.removeAllListeners('exit')
+  const exited = workers.map((child) => once(child, 'exit'))
+  return {
+    go: () => {
+      for (const child of workers) child.send('go')
+    },
+    async stop() {
+      for (const child of workers) child.send('stop')
+      const exits = await Promise.all(exited)
+      return exits.filter(([code]) => code === 0).length
+    },
+    kill,
+  }
+}
+
+/** The workers side by side in this process, each its own limiter on one memory store. */
+async function inProcessFleet(
+  configs: readonly GatewayConfig[],
+  tell: (learned: Learned) => void,
+  report: (done: Done) => void,
+): Promise<Fleet> {
+  const store = memoryStore()
+  const gateways = configs.map((config) => createGateway(config, store, tell))
+  await Promise.all(gateways.map((gateway) => gateway.connect()))
+  const stopping = new AbortController()
+  let runs: Promise<boolean>[] = []
+  return {
+    go() {
+      runs = gateways.map((gateway) =>
+        gateway.run(stopping.signal).then(
+          (done) => {
+            report(done)
+            return true
+          },
+          (error: unknown) => {
+            console.error(error)
+            return false
+          },
+        ),
+      )
+    },
+    async stop() {
+      stopping.abort(new Error('stopped'))
+      return (await Promise.all(runs)).filter(Boolean).length
+    },
+    kill: () => stopping.abort(new Error('stopped')),
   }
 }
