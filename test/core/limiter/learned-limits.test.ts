@@ -60,6 +60,22 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
     expect(heard).to.deep.equal([{ limit: 20, source: 'headers' }, undefined])
   })
 
+  it("a peek of a priority class decides under the learned limit, and says so with the class's answer", async () => {
+    const classes = [
+      { name: 'interactive', share: 0.7 },
+      { name: 'batch', share: 0.3 },
+    ]
+    const limiter = createRateLimiter({ store: memoryStore({ clock }), limit: 60, window: '1s', priorities: classes })
+    await limiter.learn('api', { source: 'headers', limit: 20 })
+    expect(await limiter.peek('api', { priority: 'batch' })).to.deep.include({
+      allowed: true,
+      limit: 20,
+      remaining: 20,
+      priority: 'batch',
+      learned: { limit: 20, source: 'headers' },
+    })
+  })
+
   it('lets a stated quota lapse two windows after it was last stated', async () => {
     const store = memoryStore({ clock })
     const limiter = make(store)
