@@ -18,6 +18,11 @@ export interface OutboundWorkerConfig {
   readonly windowMs: number
   readonly upstreamUrl: string
   readonly concurrency: number
+  /**
+   * A tokens policy too (an LLM API's tokens per window, beside its requests): its configured limit, and each
+   * call's tokens. The limiter then has two policies, 'rpm' and 'tpm'.
+   */
+  readonly tokens?: { readonly limit: number; readonly perCall: number }
 }
 
 export interface OutboundWorkerReport {
@@ -32,14 +37,25 @@ type Call = (signal: AbortSignal) => Promise<unknown>
 /** limitedFetch on the fleet's Redis, configured 3x too high, as a fleet told the wrong quota is. */
 function fleetlimitCall(config: OutboundWorkerConfig): { call: Call; close: () => Promise<void> } {
   const redis = new Redis(config.redisUrl)
-  const limiter = createRateLimiter({
-    store: redisStore(redis, { prefix: config.key }),
-    limit: config.limit,
-    window: config.windowMs,
-    name: 'upstream',
-    logger: { warn: record, info() {} },
+  const store = redisStore(redis, { prefix: config.key })
+  const logger = { warn: record, info() {} }
+  const { tokens } = config
+  const limiter = tokens
+    ? createRateLimiter({
+        store,
+        policies: [
+          { name: 'rpm', limit: config.limit, window: config.windowMs },
+          { name: 'tpm', limit: tokens.limit, window: config.windowMs },
+        ],
+        logger,
+      })
+    : createRateLimiter({ store, limit: config.limit, window: config.windowMs, name: 'upstream', logger })
+  const fetchLimited = limitedFetch(limiter, {
+    key: 'upstream',
+    adapt: config.adapt,
+    maxWaitMs: '1m',
+    ...(tokens && { cost: { rpm: 1, tpm: tokens.perCall } }),
   })
-  const fetchLimited = limitedFetch(limiter, { key: 'upstream', adapt: config.adapt, maxWaitMs: '1m' })
   return {
     call: async (signal) => {
       const response = await fetchLimited(config.upstreamUrl, { signal })

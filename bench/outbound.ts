@@ -1,6 +1,7 @@
 // Outbound part: a fleet of workers sharing one upstream. Worker processes each call one upstream through limitedFetch with a limiter
 // configured 3x above the upstream's quota, which drops mid-run; the upstream counts what reaches it. One row per
-// adapt mode, and Bottleneck's nearest equivalent on its Redis clustering.
+// adapt mode, and Bottleneck's nearest equivalent on its Redis clustering. A second table: an LLM API's requests
+// and tokens quotas, whose tokens quota drops mid-run, against a limiter of two policies.
 import { type ChildProcess, fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
@@ -22,6 +23,11 @@ export interface OutboundScenario {
   readonly quotas: readonly [number, number]
   readonly changeAtMs: number
   readonly durationMs: number
+  /**
+   * The second table's upstream: a requests quota that stays `quotas[0]`, and a tokens quota per window before and
+   * after `changeAtMs`, each call costing `perCall`; the limiter's tokens policy is configured at `limit`.
+   */
+  readonly tokens: { readonly perCall: number; readonly quotas: readonly [number, number]; readonly limit: number }
 }
 
 export const OUTBOUND_SCENARIO: OutboundScenario = {
@@ -32,6 +38,8 @@ export const OUTBOUND_SCENARIO: OutboundScenario = {
   quotas: [20, 10],
   changeAtMs: 4_000,
   durationMs: 8_000,
+  // 20 requests a window bind first (2,000 tokens of 3,000), then 1,000 tokens (10 calls).
+  tokens: { perCall: 100, quotas: [3_000, 1_000], limit: 9_000 },
 }
 
 interface Row {
@@ -41,6 +49,8 @@ interface Row {
   readonly adapt: OutboundWorkerConfig['adapt']
   /** Whether the upstream states its quota in headers. */
   readonly headers: boolean
+  /** A row of the requests-and-tokens table. */
+  readonly tokens?: true
 }
 
 const ROWS: readonly Row[] = [
@@ -59,6 +69,33 @@ const ROWS: readonly Row[] = [
     limiter: 'bottleneck',
     adapt: false,
     headers: true,
+  },
+]
+
+const TOKEN_ROWS: readonly Row[] = [
+  {
+    id: 'tokens-headers',
+    name: "fleetlimit, adapt: 'headers'",
+    limiter: 'fleetlimit',
+    adapt: 'headers',
+    headers: true,
+    tokens: true,
+  },
+  {
+    id: 'tokens-aimd',
+    name: "fleetlimit, adapt: 'aimd' (no quota headers)",
+    limiter: 'fleetlimit',
+    adapt: 'aimd',
+    headers: false,
+    tokens: true,
+  },
+  {
+    id: 'tokens-false',
+    name: 'fleetlimit, adapt: false',
+    limiter: 'fleetlimit',
+    adapt: false,
+    headers: true,
+    tokens: true,
   },
 ]
 
@@ -87,8 +124,16 @@ function reply<T>(child: ChildProcess): Promise<T> {
 }
 
 async function measure(row: Row, redisUrl: string, scenario: OutboundScenario): Promise<OutboundRow> {
-  const { workers: count, concurrency, limit, windowMs, quotas, changeAtMs, durationMs } = scenario
-  const upstream = await startQuotaUpstream({ windowMs, quotas, changeAtMs, headers: row.headers })
+  const { workers: count, concurrency, limit, windowMs, changeAtMs, durationMs, tokens } = scenario
+  // The requests-and-tokens upstream keeps its requests quota: its tokens quota is the one that drops.
+  const quotas = row.tokens ? ([scenario.quotas[0], scenario.quotas[0]] as const) : scenario.quotas
+  const upstream = await startQuotaUpstream({
+    windowMs,
+    quotas,
+    changeAtMs,
+    headers: row.headers,
+    ...(row.tokens && { tokens: { perCall: tokens.perCall, quotas: tokens.quotas } }),
+  })
   const key = `outbound-${row.id}-${randomBytes(4).toString('hex')}`
   const workerPath = fileURLToPath(new URL('./outbound-worker.ts', import.meta.url))
   const workers = Array.from({ length: count }, () =>
@@ -105,6 +150,7 @@ async function measure(row: Row, redisUrl: string, scenario: OutboundScenario): 
       windowMs,
       upstreamUrl: upstream.url,
       concurrency,
+      ...(row.tokens && { tokens: { limit: tokens.limit, perCall: tokens.perCall } }),
     }
     for (const child of workers) child.send(config)
     await Promise.all(ready)
@@ -142,11 +188,13 @@ export async function outbound(
 ): Promise<PartResult> {
   const server = await startRedisServer()
   const rows: OutboundRow[] = []
+  const tokenRows: OutboundRow[] = []
   let priorities: Awaited<ReturnType<typeof outboundPriorities>>
   let tokens: Awaited<ReturnType<typeof outboundTokens>>
   const tokenScenario = parts.tokens ?? TOKEN_SCENARIO
   try {
     for (const row of ROWS) rows.push(await measure(row, server.url, scenario))
+    for (const row of TOKEN_ROWS) tokenRows.push(await measure(row, server.url, scenario))
     priorities = await outboundPriorities(server.url, parts.priorities ?? PRIORITIES_SCENARIO)
     tokens = await outboundTokens(server.url, tokenScenario)
   } finally {
@@ -180,6 +228,7 @@ export async function outbound(
     `|---|${rows[0]?.windows.map(() => '---').join('|')}|`,
     ...rows.map((r) => `| ${r.name} | ${r.windows.map((w) => `${w.served}/${w.refused}`).join(' | ')} |`),
     '',
+    ...tokensTable(tokenRows, scenario),
     priorities.markdown,
     '',
     tokens.markdown,
@@ -187,8 +236,55 @@ export async function outbound(
   const data = {
     scenario,
     rows,
+    tokenRows,
     priorities: { scenario: priorities.scenario, rows: priorities.rows },
     tokens: { scenario: tokenScenario, rows: tokens.rows },
   }
   return { title: 'Outbound: learning the upstream’s quota', markdown, data }
+}
+
+/**
+ * The calls a perfect fleet gets served in each window of a requests-and-tokens row: as many as both quotas allow.
+ */
+export function callsAllowed(row: OutboundRow, perCall: number): number[] {
+  return row.windows.map((w) => Math.min(w.quota, Math.floor((w.tokenQuota ?? Number.POSITIVE_INFINITY) / perCall)))
+}
+
+/** The second table: two policies (requests and tokens) against an upstream whose tokens quota drops. */
+function tokensTable(rows: readonly OutboundRow[], scenario: OutboundScenario): string[] {
+  const { limit, windowMs, quotas, changeAtMs, durationMs, tokens } = scenario
+  const s = (ms: number) => `${ms / 1000} s`
+  const allowed = (r: OutboundRow) => callsAllowed(r, tokens.perCall).reduce((a, b) => a + b, 0)
+  return [
+    `Requests and tokens: the same fleet, each limiter with two policies, \`rpm\` (limit ${limit}) and \`tpm\``,
+    `(limit ${tokens.limit}), per ${s(windowMs)}, each call costing \`{ rpm: 1, tpm: ${tokens.perCall} }\`, for ${s(durationMs)}. The`,
+    `upstream allows ${quotas[0]} requests and ${tokens.quotas[0]} tokens per window, then ${tokens.quotas[1]} tokens`,
+    `after ${s(changeAtMs)} (its requests quota binds first, then its tokens quota), and states both as OpenAI does`,
+    '(`x-ratelimit-limit-requests`/`-tokens` and their `-remaining-`/`-reset-`) except in the `aimd` row. Calls',
+    'served is over the most both quotas allow in each window; each quota served over that quota in every window',
+    '(each binds in half the run, so a perfect fleet serves 75 % of each).',
+    '',
+    '| limiter | quota headers | requests | 429s | 429 share | calls served | share of calls allowed | share of requests quota | tokens served | share of tokens quota | errors |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => {
+      const calls = allowed(r)
+      const errors =
+        Object.entries(r.errors)
+          .map(([message, times]) => `${times} × ${message.replaceAll('|', '\\|').replaceAll('\n', ' ')}`)
+          .join('; ') || 'none'
+      return (
+        `| ${r.name} | ${r.headers ? 'yes' : 'no'} | ${r.requests} | **${r.refused}** | ${percent(r.refusedShare)} | ` +
+        `${r.served}/${calls} | **${percent(calls === 0 ? 0 : r.served / calls)}** | ${percent(r.servedShare)} | ` +
+        `${r.tokensServed}/${r.tokenQuota} | ` +
+        `${percent((r.tokensServed ?? 0) / (r.tokenQuota ?? 1))} | ${errors} |`
+      )
+    }),
+    '',
+    'Per window (served/refused calls), as the upstream counted them:',
+    '',
+    `| limiter | ${rows[0]?.windows.map((w, i) => `${s(i * windowMs)} (${w.quota} req, ${w.tokenQuota} tok)`).join(' | ')} |`,
+    `|---|${rows[0]?.windows.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.name} | ${r.windows.map((w) => `${w.served}/${w.refused}`).join(' | ')} |`),
+    '',
+  ]
 }

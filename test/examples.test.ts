@@ -139,7 +139,12 @@ describe('the examples', () => {
   it('llm-gateway: four workers keep within the three limits through Redis, at 90% of the units limit', async function () {
     this.timeout(60_000)
     const lines: string[] = []
-    const report = await llmGatewayExample({ redisUrl: redisUrl(), windowMs: 6_000, log: (line) => lines.push(line) })
+    const report = await llmGatewayExample({
+      redisUrl: redisUrl(),
+      windowMs: 6_000,
+      dropAfter: 0,
+      log: (line) => lines.push(line),
+    })
     const { upstream } = report
     expect(upstream.maxInFlight, 'the in-flight policy binds: twelve callers, five in flight').to.equal(5)
     expect(upstream.maxRequestsInWindow).to.be.at.most(60)
@@ -155,4 +160,29 @@ describe('the examples', () => {
     ])
     expect(report.passed).to.equal(true)
   })
+
+  // After a window the upstream halves its quotas (30 requests, 3,000 units), stated in its x-ratelimit-* headers:
+  // each worker learns both from the fleet's answers, and only calls sent before the first such answer are refused.
+  for (const store of ['redis', 'memory'] as const) {
+    it(`llm-gateway: the fleet learns the upstream’s lowered requests and tokens quotas from its headers (${store})`, async function () {
+      this.timeout(60_000)
+      const lines: string[] = []
+      const report = await llmGatewayExample({
+        store,
+        ...(store === 'redis' && { redisUrl: redisUrl() }),
+        windowMs: 6_000,
+        log: (line) => lines.push(line),
+      })
+      const learned = (policy: string, limit: number) =>
+        [...new Set(report.learned.filter((l) => l.policy === policy && l.limit === limit).map((l) => l.worker))].sort()
+      expect(learned('requests', 30), lines.join('\n')).to.deep.equal([1, 2, 3, 4])
+      expect(learned('units', 3_000)).to.deep.equal([1, 2, 3, 4])
+      expect(report.upstream.maxInFlight).to.be.at.most(5)
+      expect(report.upstream.maxRequestsInWindow).to.be.at.most(60)
+      expect(report.upstream.maxUnitsInWindow).to.be.at.most(6_000)
+      expect(report.upstream.rejected).to.be.at.most(20)
+      expect(report.idealUnits).to.equal(9_000)
+      expect(report.passed, lines.join('\n')).to.equal(true)
+    })
+  }
 })

@@ -3,6 +3,8 @@
 // and requests in flight. Every request but `GET /stats` is a call: it holds for `?holdMs=` ms (default random
 // 20-200), then answers `{"usage":{"total_tokens":N}}`; a call that would break a limit is answered 429 with
 // Retry-After at once. It also measures what the fleet sent: the most in flight and per window, refused or not.
+// With `headers`, every answer states the rates as OpenAI does (x-ratelimit-limit-requests/-tokens, -remaining-,
+// -reset-), and `setLimits` changes them mid-run, as a provider moving an account to another tier.
 import { once } from 'node:events'
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -22,7 +24,12 @@ export interface UpstreamOptions {
   readonly port?: number
   /** The stub's clock, in ms. Default: epoch ms from performance.now(). A test may pass one it moves by hand. */
   readonly now?: () => number
+  /** Whether answers state the rates in OpenAI's x-ratelimit-* headers (units as tokens). Default false. */
+  readonly headers?: boolean
 }
+
+/** The rates an upstream enforces now: they may change mid-run (`setLimits`). */
+export type Rates = Pick<UpstreamOptions, 'requestsPerWindow' | 'unitsPerWindow'>
 
 export interface UpstreamStats {
   /** The limits it enforces; null for none. */
@@ -56,6 +63,8 @@ export interface UpstreamStats {
 export interface Upstream {
   /** Its base URL, without a trailing slash. */
   readonly url: string
+  /** Enforces (and states) other rates from now on; calls already admitted stay counted. */
+  setLimits(rates: Rates): void
   stats(): UpstreamStats
   close(): Promise<void>
 }
@@ -112,11 +121,15 @@ class Trail {
 }
 
 export async function startUpstream(options: UpstreamOptions): Promise<Upstream> {
-  const { requestsPerWindow, unitsPerWindow, inFlight, windowMs = 60_000, port = 0, now = epochNow } = options
-  for (const [name, value] of Object.entries({ requestsPerWindow, unitsPerWindow, inFlight, windowMs })) {
-    if (!(value > 0))
-      throw new RangeError(`startUpstream: ${name} must be above 0 (Infinity for no limit), not ${value}`)
+  const { inFlight, windowMs = 60_000, port = 0, now = epochNow } = options
+  let { requestsPerWindow, unitsPerWindow } = options
+  const check = (values: Record<string, number>) => {
+    for (const [name, value] of Object.entries(values)) {
+      if (!(value > 0))
+        throw new RangeError(`startUpstream: ${name} must be above 0 (Infinity for no limit), not ${value}`)
+    }
   }
+  check({ requestsPerWindow, unitsPerWindow, inFlight, windowMs })
   const costOf = options.cost ?? (() => randomInt(10, 200))
   const admitted = new Trail(windowMs)
   const offered = new Trail(windowMs)
@@ -149,6 +162,27 @@ export async function startUpstream(options: UpstreamOptions): Promise<Upstream>
     res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body))
   }
 
+  /**
+   * OpenAI's headers at `at`, once the call is counted: each rate's limit, what is left of it, and the time until
+   * it has room again (with none left, until enough of the oldest calls leave the window for one more; else until
+   * the oldest leaves). A rate without a limit is not stated.
+   */
+  function rateHeaders(at: number): Record<string, string> {
+    if (!options.headers) return {}
+    const oldest = admitted.count > 0 ? admitted.leaves(0) : at
+    const rates: Record<string, string> = {}
+    const state = (suffix: string, limit: number, used: number, roomAt: () => number) => {
+      if (!Number.isFinite(limit)) return
+      const remaining = Math.max(0, limit - used)
+      rates[`x-ratelimit-limit-${suffix}`] = String(limit)
+      rates[`x-ratelimit-remaining-${suffix}`] = String(remaining)
+      rates[`x-ratelimit-reset-${suffix}`] = `${Math.max(0, Math.ceil((remaining > 0 ? oldest : roomAt()) - at))}ms`
+    }
+    state('requests', requestsPerWindow, admitted.count, () => admitted.leaves(admitted.count - requestsPerWindow))
+    state('tokens', unitsPerWindow, admitted.units, () => admitted.fitsAt(1, unitsPerWindow))
+    return rates
+  }
+
   function call(holdMs: number, res: ServerResponse): void {
     const at = now()
     startedAt ??= at
@@ -165,7 +199,7 @@ export async function startUpstream(options: UpstreamOptions): Promise<Upstream>
       const retryAfter = String(Math.max(1, Math.ceil(wait / 1_000)))
       const error = { type: 'rate_limit_exceeded', message: `limit reached: retry after ${retryAfter} s` }
       endedAt = at
-      answer(res, 429, { error }, { 'retry-after': retryAfter })
+      answer(res, 429, { error }, { 'retry-after': retryAfter, ...rateHeaders(at) })
       return
     }
     admitted.push(at, cost)
@@ -174,8 +208,10 @@ export async function startUpstream(options: UpstreamOptions): Promise<Upstream>
     const timer = setTimeout(() => {
       // Freed before the answer is sent, so a client that calls again on reading it finds the slot free.
       held.delete(timer)
-      endedAt = now()
-      answer(res, 200, { usage: { total_tokens: cost } })
+      const end = now()
+      endedAt = end
+      admitted.slide(end)
+      answer(res, 200, { usage: { total_tokens: cost } }, rateHeaders(end))
     }, holdMs)
     held.set(timer, at + holdMs)
   }
@@ -215,6 +251,10 @@ export async function startUpstream(options: UpstreamOptions): Promise<Upstream>
 
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    setLimits(rates) {
+      check(rates)
+      ;({ requestsPerWindow, unitsPerWindow } = rates)
+    },
     stats,
     async close() {
       for (const timer of held.keys()) clearTimeout(timer)

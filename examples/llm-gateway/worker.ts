@@ -1,127 +1,32 @@
-// One gateway process: runs `calls` loops, each calling the LLM upstream through limitedFetch one call at a time,
-// until told to stop. Started by app.ts with fork(); talks to it over IPC.
+// One gateway process on Redis: started by app.ts with fork(); talks to it over IPC (its config, then 'go', then
+// 'stop'; it answers 'ready', what its limiter learns, and 'done').
 import { once } from 'node:events'
-import { createRateLimiter, isFleetlimitError, limitedFetch, redisStore } from '@fleetlimit/core'
+import { redisStore } from '@fleetlimit/core'
 import { Redis } from 'ioredis'
+import { createGateway, type Done, type GatewayConfig, type Learned } from './gateway.js'
 
-export interface WorkerConfig {
-  readonly worker: number
+export interface WorkerConfig extends GatewayConfig {
   readonly redisUrl: string
   readonly prefix: string
-  readonly upstreamUrl: string
-  /** Concurrent calls this worker keeps going. */
-  readonly calls: number
-  readonly requestsPerWindow: number
-  readonly unitsPerWindow: number
-  readonly inFlight: number
-  /** The fleet's window: the upstream's plus the margin for the time between admission and arrival. */
-  readonly windowMs: number
-  /** The units each call is admitted with, settled to its true cost once the upstream answered. */
-  readonly estimate: number
 }
 
-export type WorkerMessage =
-  | { readonly type: 'ready' }
-  | {
-      readonly type: 'done'
-      readonly worker: number
-      readonly ok: number
-      readonly limited: number
-      readonly errors: number
-      /** Settles that went over a policy's limit: the estimate was below a call's true cost. */
-      readonly overLimit: number
-    }
+export type WorkerMessage = { readonly type: 'ready' } | Learned | Done
 
 const send = (message: WorkerMessage) =>
   new Promise<void>((resolve, reject) => process.send?.(message, undefined, {}, (e) => (e ? reject(e) : resolve())))
 
-/** The true cost the upstream reports: its usage, for a call it served; nothing for a refused one. */
-async function usageOf(response: Response): Promise<number> {
-  if (!response.ok) return 0
-  const body = (await response.json()) as { usage?: { total_tokens?: unknown } }
-  const tokens = body.usage?.total_tokens
-  if (typeof tokens !== 'number') throw new Error(`no usage.total_tokens in the answer: ${JSON.stringify(body)}`)
-  return tokens
-}
-
 process.once('message', async (config: WorkerConfig) => {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 })
-  // A background caller can give Redis longer than a request path would (the default is 100 ms).
-  const timeoutMs = 500
-  // Every worker builds the same limiter on the same Redis: one set of quotas for the whole fleet, decided in one
-  // script call per admission.
-  const limiter = createRateLimiter({
-    store: redisStore(redis, { prefix: config.prefix }),
-    policies: [
-      { name: 'requests', limit: config.requestsPerWindow, window: config.windowMs, timeoutMs },
-      { name: 'units', limit: config.unitsPerWindow, window: config.windowMs, timeoutMs },
-      { name: 'in-flight', concurrency: config.inFlight, timeoutMs },
-    ],
+  const gateway = createGateway(config, redisStore(redis, { prefix: config.prefix }), (learned) => {
+    send(learned).catch(() => {})
   })
-  // The limiter as limitedFetch sees it, counting the settles that left a window over its limit: none should,
-  // as no call costs more than the estimate it was admitted with.
-  let overLimit = 0
-  const settling = {
-    ...limiter,
-    async settle(...args: Parameters<typeof limiter.settle>) {
-      const result = await limiter.settle(...args)
-      if (result.overLimit > 0) overLimit++
-      return result
-    },
-  }
-  let errors = 0
-  const upstream = limitedFetch(settling, {
-    key: 'api.llm.test',
-    // A call is admitted with its upper bound (an LLM call's max_tokens), and settled down to its usage.
-    cost: { requests: 1, units: config.estimate },
-    settle: async (response) => ({ units: await usageOf(response) }),
-    onSettleError(error) {
-      errors++
-      console.error(`worker ${config.worker}: settle:`, error)
-    },
-    // A wait for the units to leave the window may last nearly a window.
-    maxWaitMs: 2 * config.windowMs,
-  })
-
   if (redis.status !== 'ready') await once(redis, 'ready')
-  // One connection per loop, opened before the run (GET /stats is not a call): a first call that had to connect
-  // would reach the upstream later after its admission than the margin allows for.
-  await Promise.all(
-    Array.from({ length: config.calls }, async () => (await fetch(`${config.upstreamUrl}/stats`)).arrayBuffer()),
-  )
+  await gateway.connect()
   await send({ type: 'ready' })
   await new Promise((resolve) => process.once('message', resolve))
-
-  // 'stop' aborts the calls in progress: their waits for admission, or the requests themselves.
   const stop = new AbortController()
   process.once('message', () => stop.abort(new Error('stopped')))
-  const headers = { 'content-type': 'application/json', 'x-worker': String(config.worker) }
-  const body = JSON.stringify({ model: 'stub', messages: [{ role: 'user', content: 'hello' }] })
-  let ok = 0
-  let limited = 0
-  const loop = async () => {
-    while (!stop.signal.aborted) {
-      try {
-        const response = await upstream(`${config.upstreamUrl}/v1/chat/completions`, {
-          method: 'POST',
-          headers,
-          body,
-          signal: stop.signal,
-        })
-        // The caller reads the answer as usual: the settle read a copy of it.
-        await response.json()
-        if (response.ok) ok++
-        else if (response.status === 429) limited++
-        else throw new Error(`upstream answered ${response.status}`)
-      } catch (error) {
-        if (stop.signal.aborted) break
-        errors++
-        console.error(`worker ${config.worker}:`, isFleetlimitError(error) ? error.message : error)
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: config.calls }, loop))
-  await send({ type: 'done', worker: config.worker, ok, limited, errors, overLimit })
+  await send(await gateway.run(stop.signal))
   await redis.quit()
   process.disconnect()
 })

@@ -10,7 +10,7 @@ import { type InProcessRow, inProcess } from '../../bench/in-process.js'
 import { LIMITERS } from '../../bench/limiter-servers.js'
 import { local } from '../../bench/local.js'
 import { memory } from '../../bench/memory.js'
-import { OUTBOUND_SCENARIO, type OutboundRow, outbound } from '../../bench/outbound.js'
+import { callsAllowed, OUTBOUND_SCENARIO, type OutboundRow, outbound } from '../../bench/outbound.js'
 import { PRIORITIES_SCENARIO, type PrioritiesRow } from '../../bench/outbound-priorities.js'
 import { TOKEN_SCENARIO, type TokenRow } from '../../bench/outbound-tokens.js'
 import { PEERS } from '../../bench/peers.js'
@@ -228,5 +228,23 @@ describe('bench parts at a tiny size', () => {
       expect(row.errors, row.name).to.deep.equal({})
     }
     expect(markdown).to.include("cost: 'estimate'")
+    // The requests-and-tokens table: the tokens quota drops (3,000 to 1,000 at 100 a call), the requests one stays.
+    const { tokenRows } = data as { tokenRows: OutboundRow[] }
+    expect(tokenRows.map((r) => r.id)).to.deep.equal(['tokens-headers', 'tokens-aimd', 'tokens-false'])
+    for (const row of tokenRows) {
+      expect(
+        row.windows.map((w) => [w.quota, w.tokenQuota]),
+        row.name,
+      ).to.deep.equal([
+        [20, 3_000],
+        [20, 1_000],
+      ])
+      expect(callsAllowed(row, 100)).to.deep.equal([20, 10])
+      expect(row.tokensServed, row.name).to.equal(row.served * 100)
+      expect(row.requests, row.name).to.equal(row.served + row.refused)
+      expect(row.served, row.name).to.be.greaterThan(0)
+      expect(row.errors, row.name).to.deep.equal({})
+    }
+    expect(markdown).to.include('Requests and tokens')
   })
 })

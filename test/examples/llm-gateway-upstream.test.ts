@@ -134,4 +134,33 @@ describe('llm-gateway upstream stub', () => {
     expect(response.status).to.equal(400)
     expect(stats()).to.deep.include({ served: 0, rejected: 0, maxRequestsInWindow: 0, startedAt: null })
   })
+
+  it('headers: states each rate as OpenAI does, and setLimits changes them mid-run', async () => {
+    const { url, setLimits } = await start({
+      requestsPerWindow: 3,
+      unitsPerWindow: 100,
+      windowMs: 1_000,
+      cost: () => 40,
+      headers: true,
+    })
+    const rates = async () => {
+      const response = await fetch(`${url}/v1/chat/completions?holdMs=0`, { method: 'POST' })
+      await response.arrayBuffer()
+      return [
+        response.status,
+        ...['limit', 'remaining', 'reset'].flatMap((part) =>
+          ['requests', 'tokens'].map((rate) => response.headers.get(`x-ratelimit-${part}-${rate}`)),
+        ),
+      ]
+    }
+    expect(await rates()).to.deep.equal([200, '3', '100', '2', '60', '1000ms', '1000ms'])
+    clock = 400
+    // Tokens have none left for a third call of 40 once this one is counted: room again when the first leaves.
+    expect(await rates()).to.deep.equal([200, '3', '100', '1', '20', '600ms', '600ms'])
+    setLimits({ requestsPerWindow: 1, unitsPerWindow: 50 })
+    clock = 500
+    // Over both new limits: refused, with none left of either until enough of the oldest calls leave (one request
+    // at 1 400; a token once the first call's 40 leave, at 1 000).
+    expect(await rates()).to.deep.equal([429, '1', '50', '0', '0', '900ms', '500ms'])
+  })
 })

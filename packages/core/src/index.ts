@@ -44,6 +44,7 @@ export {
   limitedFetch,
   type OutboundLimiter,
 } from './outbound/limited-fetch.js'
+export type { QuotaMap } from './outbound/quota-map.js'
 export type { BreakerState, CircuitBreakerOptions } from './store/circuit-breaker.js'
 export type {
   IoredisClient,

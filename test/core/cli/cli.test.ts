@@ -68,6 +68,42 @@ describe('the fleetlimit command line, on a real Redis', function () {
     expect(JSON.parse(json.stdout)).to.deep.include({ learned: { limit: 2, source: 'headers' } })
   })
 
+  it('peek shows the limit each policy of a limiter learned, under its own --policy', async () => {
+    const llm = createRateLimiter({
+      store: redisStore(client, { prefix }),
+      policies: [
+        { name: 'rpm', limit: 60, window: '1m' },
+        { name: 'tpm', limit: 100_000, window: '1m' },
+      ],
+      logger: quiet,
+    })
+    await llm.consume('openai', { cost: { rpm: 1, tpm: 1_200 } })
+    await llm.learn('openai', { source: 'headers', limit: 30, policy: 'rpm' })
+    await llm.learn('openai', { source: 'headers', limit: 50_000, policy: 'tpm' })
+    for (const [name, limit, learned] of [
+      ['rpm', '60', 30],
+      ['tpm', '100000', 50_000],
+    ] as const) {
+      const json = await runCli([
+        'peek',
+        'openai',
+        '--policy',
+        name,
+        '--window',
+        '1m',
+        '--limit',
+        limit,
+        '--json',
+        ...target,
+      ])
+      expect(JSON.parse(json.stdout)).to.deep.include({ learned: { limit: learned, source: 'headers' } })
+    }
+    const run = await runCli(['peek', 'openai', '--policy', 'tpm', '--window', '1m', '--limit', '100000', ...target])
+    expect(run.stdout.trimEnd().split('\n').at(-1)).to.equal(
+      "learned    limit 50000, from the upstream's quota headers",
+    )
+  })
+
   it('peek of an empty key names the tenant’s live keys of the policy: most often the route was left out', async () => {
     const run = await runCli(['peek', 'acme', ...policy, ...target])
     expect(run.stdout).to.equal(

@@ -60,6 +60,22 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
     expect(heard).to.deep.equal([{ limit: 20, source: 'headers' }, undefined])
   })
 
+  it("a peek of a priority class decides under the learned limit, and says so with the class's answer", async () => {
+    const classes = [
+      { name: 'interactive', share: 0.7 },
+      { name: 'batch', share: 0.3 },
+    ]
+    const limiter = createRateLimiter({ store: memoryStore({ clock }), limit: 60, window: '1s', priorities: classes })
+    await limiter.learn('api', { source: 'headers', limit: 20 })
+    expect(await limiter.peek('api', { priority: 'batch' })).to.deep.include({
+      allowed: true,
+      limit: 20,
+      remaining: 20,
+      priority: 'batch',
+      learned: { limit: 20, source: 'headers' },
+    })
+  })
+
   it('lets a stated quota lapse two windows after it was last stated', async () => {
     const store = memoryStore({ clock })
     const limiter = make(store)
@@ -100,7 +116,7 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
     expect(await limiter.learn('api', { source: 'aimd', used: 1 })).to.deep.equal({ limit: 1, source: 'aimd' })
   })
 
-  it('refuses a lesson it cannot take, and learns nothing for a limiter of several policies', async () => {
+  it('refuses a lesson it cannot take, and one that names no policy when several learn', async () => {
     const limiter = make()
     for (const [lesson, option] of [
       [{ source: 'headers' }, 'lesson.limit'],
@@ -117,10 +133,20 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
         { limit: 50, window: '1m', name: 'b' },
       ],
     })
-    expect((await optionErrorOfAsync(() => several.learn('api', { source: 'aimd' }))).option).to.equal(
-      'learn(key, lesson)',
+    // Several policies learn each its own limit: a lesson names its policy.
+    expect((await optionErrorOfAsync(() => several.learn('api', { source: 'aimd' }))).message).to.equal(
+      "fleetlimit: invalid option `lesson.policy`: got undefined; expected the name of a policy that learns: 'a', 'b' (this limiter has several).",
     )
+    expect((await optionErrorOfAsync(() => several.learn('api', { source: 'aimd', policy: 'c' }))).option).to.equal(
+      'lesson.policy',
+    )
+    expect((await optionErrorOfAsync(() => several.learned('api', 'c'))).option).to.equal('learned(key, policy)')
     expect(await several.learned('api')).to.equal(undefined)
+    const slots = createRateLimiter({ concurrency: 2 })
+    expect((await optionErrorOfAsync(() => slots.learn('api', { source: 'aimd' }))).message).to.equal(
+      'fleetlimit: invalid option `lesson.policy`: got undefined; expected a limiter with a rate policy: in-flight slots and calendar periods learn no limit.',
+    )
+    expect(await slots.learned('api')).to.equal(undefined)
   })
 })
 

@@ -15,8 +15,8 @@ describe('limiter/peeks: peek under the learned limit', () => {
       store,
       plans,
       askStore: (_windows, send) => send(),
-      learned: async () => learned,
-      limit: policy.limit,
+      learned: async () => (learned === undefined ? undefined : [learned]),
+      policies: [policy],
     })
     return { store, peek }
   }

@@ -1,4 +1,4 @@
-import type { Decision, LearnedLimit } from '@fleetlimit/core'
+import type { CallLimit, Decision, LearnedLimit } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { resolvePolicy } from '../../../packages/core/src/limiter/policy.js'
 import { createAdapter } from '../../../packages/core/src/outbound/adapt.js'
@@ -16,9 +16,15 @@ const decision = (limit: number, remaining: number): Decision => ({
 /** A limiter that learns as told: `learned` answers each read in turn. */
 function fakeLimiter(learned: (LearnedLimit | undefined)[]) {
   const refunded: Decision[] = []
+  const released: Decision[] = []
   return {
     refunded,
+    released,
     limiter: {
+      release: async (d: Decision) => {
+        released.push(d)
+        return { slots: 1, outcome: 'released' as const }
+      },
       policies: [resolvePolicy({ limit: 60, window: '1s', name: 'up' })],
       learned: async () => learned.shift(),
       learn: async () => undefined,
@@ -32,21 +38,23 @@ function fakeLimiter(learned: (LearnedLimit | undefined)[]) {
 
 describe('the adapter of limitedFetch', () => {
   it('refunds and asks again an admission that the limit lowered while it waited would not have made', async () => {
-    const { limiter, refunded } = fakeLimiter([
+    const { limiter, refunded, released } = fakeLimiter([
       { limit: 20, source: 'aimd' },
       { limit: 14, source: 'aimd' },
       { limit: 14, source: 'aimd' },
       { limit: 14, source: 'aimd' },
     ])
-    const asked: (number | undefined)[] = []
+    const asked: CallLimit[] = []
     const answers = [decision(20, 3), decision(14, 2)]
     const admitted = await createAdapter(limiter, 'aimd', 'k', undefined).admit(async (limit) => {
-      asked.push(limit)
+      if (limit !== undefined) asked.push(limit)
       return answers.shift() as Decision
     })
     // 17 units were in the window once the first was admitted under 20: over the 14 learned meanwhile.
     expect(asked).to.deep.equal([20, 14])
     expect(refunded).to.deep.equal([decision(20, 3)])
+    // Its in-flight slots too (a limiter with a concurrency policy): else each would be held until it expires.
+    expect(released).to.deep.equal([decision(20, 3)])
     expect(admitted).to.deep.equal(decision(14, 2))
   })
 

@@ -106,14 +106,26 @@ describe('limitedFetch adapt (memory store, real HTTP upstream)', () => {
     expect(optionErrorOf(() => limitedFetch(limiter, { key: 'k', adapt: 'yes' as never })).message).to.equal(
       "fleetlimit: invalid option `adapt`: got \"yes\"; expected 'headers' (the default), 'aimd' or false.",
     )
+    // Several rate policies: each learns its own limit, and 'aimd' cuts each; in-flight slots learn none.
     const several = createRateLimiter({
       policies: [
         { limit: 5, window: '1s', name: 'a' },
         { limit: 50, window: '1m', name: 'b' },
       ],
     })
-    expect(optionErrorOf(() => limitedFetch(several, { key: 'k', adapt: 'aimd' })).option).to.equal('adapt')
-    // 'headers' with several policies pauses only.
+    expect(limitedFetch(several, { key: 'k', adapt: 'aimd' })).to.be.a('function')
+    const slots = createRateLimiter({ concurrency: 2, name: 'slots' })
+    expect(optionErrorOf(() => limitedFetch(slots, { key: 'k', adapt: 'aimd' })).option).to.equal('adapt')
+    expect(optionErrorOf(() => limitedFetch(slots, { key: 'k', quotas: { requests: 'slots' } })).message).to.equal(
+      'fleetlimit: invalid option `quotas`: got an object; expected a limiter with a rate policy ' +
+        "(in-flight slots and calendar periods learn no limit), and adapt: 'headers'.",
+    )
+    expect(optionErrorOf(() => limitedFetch(several, { key: 'k', quotas: { tokens: 'c' } })).option).to.equal(
+      'quotas.tokens',
+    )
+    expect(
+      optionErrorOf(() => limitedFetch(several, { key: 'k', adapt: false, quotas: { tokens: 'b' } })).option,
+    ).to.equal('quotas')
     expect(limitedFetch(several, { key: 'k' })).to.be.a('function')
   })
 })

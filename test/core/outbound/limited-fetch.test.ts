@@ -397,7 +397,7 @@ describe('limitedFetch (fake limiter and fetch)', () => {
     it('names the accepted options when given an unknown one', () => {
       expect(optionError(withOptions({ key: 'k', retries: 3 }))).to.equal(
         'fleetlimit: unknown option `limitedFetch.retries` (got 3): accepted options are key, maxRetries, ' +
-          'maxWaitMs, cost, priority, maxPauseMs, fetch, transitMs, settle, onSettleError, adapt.',
+          'maxWaitMs, cost, priority, maxPauseMs, fetch, transitMs, settle, onSettleError, adapt, quotas.',
       )
       expect(optionError(withOptions('k'))).to.include('invalid option `limitedFetch`')
     })

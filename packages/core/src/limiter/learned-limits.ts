@@ -20,9 +20,16 @@ export interface LearnedLimit {
  * What limitedFetch teaches: a quota the upstream stated (per the policy's window), or a 429 (AIMD: cut), with the
  * units the window held when the refused call was admitted (`used`), when known: what the upstream let through.
  */
-export type Lesson =
+export type Lesson = (
   | { readonly source: 'headers'; readonly limit: number }
   | { readonly source: 'aimd'; readonly used?: number }
+) & {
+  /**
+   * The policy it is about, by name: may be left out when one policy of the limiter learns (a rate policy, not
+   * in-flight slots nor a calendar period).
+   */
+  readonly policy?: string
+}
 
 /**
  * A note's value: `h <limit> <until>` (headers: the limit, until that store time), or `a <limit> <at> <step>`
@@ -44,7 +51,7 @@ const GROW_SHARE = 0.02
 const HEADERS_WINDOWS = 2
 const HEADERS_MIN_TTL_MS = 1_000
 
-/** A lesson as given to `limiter.learn`, checked. */
+/** A lesson as given to `limiter.learn`, checked (its policy name apart, which the limiter checks). */
 export function checkLesson(lesson: unknown): Lesson {
   const { source, limit, used } = (lesson ?? {}) as { source?: unknown; limit?: unknown; used?: unknown }
   if (source === 'aimd' && limit === undefined) {
@@ -54,7 +61,8 @@ export function checkLesson(lesson: unknown): Lesson {
   throw new OptionError(
     'lesson',
     lesson,
-    "{ source: 'headers', limit } (a quota per the policy's window) or { source: 'aimd', used? } (a 429)",
+    "{ source: 'headers', limit } (a quota per the policy's window) or { source: 'aimd', used? } (a 429), each " +
+      'with `policy` (its name) when several policies of the limiter learn',
   )
 }
 
@@ -97,7 +105,7 @@ export interface LearnedLimitsOptions {
   /** Runs a store call bounded like a decision (the limiter's guarded caller). */
   readonly bounded: <T>(key: string, send: () => Promise<T>) => Promise<T>
   /** Told of each change this process sees of a key's learned limit (undefined: back to the policy's). */
-  readonly changed: (key: string, learned: LearnedLimit | undefined) => void
+  readonly changed: (key: string, learned: LearnedLimit | undefined, policy: string) => void
 }
 
 interface Cached {
@@ -145,7 +153,7 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
     if ((told.get(key) ?? '') !== said) {
       if (said === '') told.delete(key)
       else told.set(key, said)
-      changed(key, learned)
+      changed(key, learned, policy.name)
     }
     return learned
   }
@@ -220,33 +228,61 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
 
 export type LearnedLimits = ReturnType<typeof createLearnedLimits>
 
+/** Whether a limit can be learned for a policy: a rate of units per window (not slots, not a calendar count). */
+export const canLearn = (policy: Policy) => policy.concurrency === undefined && policy.period === undefined
+
 /**
- * A limiter's `learned` and `learn`: through its key's window when it has one sliding-window policy; a limiter of
- * several policies (or of in-flight slots, or of a calendar period) learns nothing, and refuses a lesson.
+ * A limiter's `learned` and `learn`: one learned limit per rate policy, each through its own window key, so that
+ * an upstream's requests and tokens quotas lower the limiter's requests and tokens policies each on its own. A
+ * limiter with no rate policy (in-flight slots, calendar periods) learns nothing, and refuses a lesson.
  */
 export function createLearning(
   policies: readonly Policy[],
-  options: Omit<LearnedLimitsOptions, 'policy'> & { readonly windowKeyOf: (key: KeyInput) => string },
+  options: Omit<LearnedLimitsOptions, 'policy'> & {
+    /** The store key of a key input's window of the i-th policy. */
+    readonly windowKeyOf: (key: KeyInput, index: number) => string
+  },
 ) {
-  const [policy] = policies
-  const limits =
-    policies.length === 1 && policy !== undefined && policy.concurrency === undefined && policy.period === undefined
-      ? createLearnedLimits({ ...options, policy })
-      : undefined
   const { windowKeyOf } = options
+  const limits = policies.map((policy) => (canLearn(policy) ? createLearnedLimits({ ...options, policy }) : undefined))
+  const learning = policies.filter(canLearn).map((p) => p.name)
+  /** The index of the policy a call names; by default the first (reads) or the one that learns (lessons). */
+  function indexOf(name: unknown, option: string, lesson: boolean): number {
+    if (name === undefined) {
+      if (!lesson) return 0
+      if (learning.length === 1) return policies.findIndex(canLearn)
+    } else if (typeof name === 'string') {
+      const i = policies.findIndex((p) => p.name === name)
+      if (i >= 0 && (limits[i] !== undefined || !lesson)) return i
+    }
+    throw new OptionError(
+      option,
+      name,
+      learning.length === 0
+        ? 'a limiter with a rate policy: in-flight slots and calendar periods learn no limit'
+        : `the name of a policy that learns: ${learning.map((n) => `'${n}'`).join(', ')}` +
+            (name === undefined ? ' (this limiter has several)' : ''),
+    )
+  }
+  const anyActive = () => limits.some((l) => l?.active)
   return {
-    async learned(key: KeyInput): Promise<LearnedLimit | undefined> {
-      return limits?.learned(windowKeyOf(key))
+    /** The learned limit of a policy (by name; default the first). */
+    async learned(key: KeyInput, policy?: string): Promise<LearnedLimit | undefined> {
+      const i = indexOf(policy, 'learned(key, policy)', false)
+      return limits[i]?.learned(windowKeyOf(key, i))
     },
-    /** For peek: the learned limit, once this limiter takes part in learning (a peek alone costs no extra call). */
-    async peekLearned(key: KeyInput): Promise<LearnedLimit | undefined> {
-      return limits?.active ? limits.learned(windowKeyOf(key)) : undefined
+    /**
+     * For peek: each policy's learned limit (in the limiter's order), once this limiter takes part in learning (a
+     * peek alone costs no extra call); undefined when it does not.
+     */
+    async peekLearned(key: KeyInput): Promise<readonly (LearnedLimit | undefined)[] | undefined> {
+      if (!anyActive()) return undefined
+      return Promise.all(limits.map((l, i) => l?.learned(windowKeyOf(key, i))))
     },
     async learn(key: KeyInput, lesson: Lesson): Promise<LearnedLimit | undefined> {
-      if (limits === undefined) {
-        throw new OptionError('learn(key, lesson)', key, 'a limiter of one rate policy: it learns one limit per key')
-      }
-      return limits.learn(windowKeyOf(key), checkLesson(lesson))
+      const checked = checkLesson(lesson)
+      const i = indexOf((lesson as { policy?: unknown }).policy, 'lesson.policy', true)
+      return (limits[i] as LearnedLimits).learn(windowKeyOf(key, i), checked)
     },
   }
 }

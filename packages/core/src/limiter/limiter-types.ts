@@ -137,9 +137,10 @@ export type LimiterEvents = {
   breakerClose: []
   /**
    * The limit this process holds a key to changed: learned (from the upstream's headers or its 429s, in any
-   * process), or back to the policy's (`undefined`). The key is the window's store key.
+   * process), or back to the policy's (`undefined`). The key is the window's store key; `policy` the name of the
+   * policy whose limit it is (each policy of a limiter learns its own).
    */
-  learned: [key: string, learned: LearnedLimit | undefined]
+  learned: [key: string, learned: LearnedLimit | undefined, policy: string]
 }
 
 /** What refund() did: `units` removed, or why none were. */
@@ -168,22 +169,24 @@ export interface RateLimiter {
   /**
    * The decision one unit would get now, without consuming anything. In a limiter that learns (limitedFetch's
    * `adapt` uses it, or `learned` or `learn` was called), under the limit the fleet learned for the key, when there
-   * is one (`decision.learned` says which).
+   * is one (`decision.learned` says which); with several policies, each under its own (in `decision.policies`).
    */
   peek(key: KeyInput, options?: PeekOptions): Promise<Decision>
   /**
    * The limit the fleet learned for the key from its upstream (limitedFetch's `adapt`), below the policy's; undefined
-   * when there is none. Read from the store at most once a window (or a second) per process, and again as soon as
-   * the store announces a change.
+   * when there is none. With several policies, of the one named (default: the first): each rate policy learns its
+   * own. Read from the store at most once a window (or a second) per process, and again as soon as the store
+   * announces a change.
    */
-  learned(key: KeyInput): Promise<LearnedLimit | undefined>
+  learned(key: KeyInput, policy?: string): Promise<LearnedLimit | undefined>
   /**
    * Teaches the fleet what an upstream said (what limitedFetch does with `adapt`): `{ source: 'headers', limit }`, a
    * quota per the policy's window, lowers the key's limit to it (it lapses after two windows unless stated again;
    * one at or above the policy's ends it); `{ source: 'aimd', used? }`, a 429, cuts it to 0.7 of `used` (the units in
    * the window when the refused call was admitted) or of the limit, whichever is lower, at least 1 and at most once a
    * window, and it then grows back by 2% of the policy's limit each window. Kept in the store, so every process holds
-   * to it. A limiter of one rate policy only. Resolves with the limit the key is held to now.
+   * to it. A rate policy learns (not in-flight slots, nor a calendar period); when several policies of the limiter
+   * do, the lesson names one (`policy`). Resolves with the limit the key is held to now.
    */
   learn(key: KeyInput, lesson: Lesson): Promise<LearnedLimit | undefined>
   /**

@@ -172,11 +172,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const learning = createLearning(policies, {
     store,
     bounded: (key, send) => askStore([{ key } as Window], send),
-    changed: (key, learned) => events.emit('learned', key, learned),
+    changed: (key, learned, policy) => events.emit('learned', key, learned, policy),
     // The cached plan's key: learned limits are read twice per limitedFetch attempt, with no key built each time.
-    windowKeyOf: (key) => (plans.planOf(key, undefined, []).windows[0] as Window).key,
+    windowKeyOf: (key, i) => (plans.planOf(key, undefined, []).windows[i] as Window).key,
   })
-  const peeks = createPeeks({ store, plans, askStore, learned: learning.peekLearned, limit: first.limit })
+  const peeks = createPeeks({ store, plans, askStore, learned: learning.peekLearned, policies })
 
   return withStore(store, {
     policy: first,

@@ -7,6 +7,7 @@ import type { CallCost, RateLimiter } from '../limiter/limiter-types.js'
 import { MAX_HOLD_MS, MAX_LIMIT, type Policy } from '../limiter/policy.js'
 import { type AdaptMode, checkAdapt, createAdapter } from './adapt.js'
 import { createCallEnd, type ReadCost } from './call-end.js'
+import type { QuotaMap } from './quota-map.js'
 import { retryAfterOf } from './retry-after.js'
 
 /** The shape of the global `fetch`. */
@@ -80,10 +81,20 @@ export interface LimitedFetchOptions {
    *   once a window, at least 1); it grows back by 2% of the configured limit each window.
    * - false: nothing is learned; a 429 or 503 with Retry-After still pauses the fleet.
    *
-   * A limit is learned for a limiter of one rate policy; with several policies, 'headers' pauses only, and 'aimd'
-   * is refused at construction.
+   * Each rate policy of the limiter learns its own limit (in-flight slots and calendar periods learn none): with
+   * requests and tokens per minute, the `-requests` quota lowers the policy a call counts once in (cost 1) and the
+   * `-tokens` quota the other; `quotas` names them otherwise. With 'aimd', a 429 cuts every rate policy.
    */
   adapt?: AdaptMode
+  /**
+   * With `adapt: 'headers'`: which policy each quota the upstream states bounds, from the quota's name (OpenAI's
+   * 'requests' and 'tokens', an IETF RateLimit-Policy item's name, or 'requests' for an unnamed request quota) to
+   * a policy's name, or false for none (its "none left" still pauses). A quota left out bounds no policy. Default:
+   * a quota named as a policy bounds it; a request quota bounds the policy a call counts once in, a tokens quota
+   * the one it counts more in, each the one of the quota's window when several fit; with one policy, every
+   * request quota bounds it. E.g. `{ requests: 'rpm', tokens: 'tpm' }`.
+   */
+  quotas?: QuotaMap
 }
 
 const OPTION_NAMES = optionNames<LimitedFetchOptions>({
@@ -98,6 +109,7 @@ const OPTION_NAMES = optionNames<LimitedFetchOptions>({
   settle: true,
   onSettleError: true,
   adapt: true,
+  quotas: true,
 })
 
 const now = () => performance.now()
@@ -133,7 +145,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
   const { key, maxRetries, maxWaitMs, maxPauseMs, cost, priority, transitMs } = config
   const send: FetchFunction = config.fetch ?? ((input, init) => globalThis.fetch(input, init))
   const end = createCallEnd({ limiter, settle: config.settle, onSettleError: config.onSettleError })
-  const adapter = createAdapter(limiter, config.adapt, key, typeof cost === 'number' ? cost : undefined)
+  const adapter = createAdapter(limiter, config.adapt, key, cost, config.quotas)
 
   return async (input, init) => {
     const deadline = now() + maxWaitMs
@@ -180,7 +192,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
       if (waitMs === undefined) {
         // An answer that says the quota has nothing left: the fleet waits for its reset.
         if (answer.pauseMs) await limiter.pause(key, Math.min(answer.pauseMs, maxPauseMs)).catch(() => {})
-        await adapter.teach(answer.lesson)
+        await adapter.teach(answer.lessons)
         return end.handOver(decision, response, signal)
       }
       const pauseMs = Math.min(waitMs, maxPauseMs)
@@ -194,7 +206,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
           throw error
         }
       }
-      await adapter.teach(answer.lesson)
+      await adapter.teach(answer.lessons)
       if (attempt >= maxRetries || !replayable || pauseMs > deadline - now()) {
         return end.handOver(decision, response, signal)
       }
@@ -217,6 +229,7 @@ interface ResolvedOptions {
   readonly settle: ReadCost | undefined
   readonly onSettleError: (error: unknown, response: Response) => void
   readonly adapt: AdaptMode
+  readonly quotas: QuotaMap | undefined
 }
 
 // The transit a request to an upstream is given by default: a new connection arrived 76 ms late in a fleet's
@@ -273,7 +286,7 @@ function resolveOptions(limiter: unknown, options: LimitedFetchOptions): Resolve
         : parseDuration(options.transitMs, 'transitMs', { min: 0, max: MAX_HOLD_MS }),
     settle,
     onSettleError: optionalFunction(options.onSettleError, 'onSettleError') ?? warnSettleError,
-    adapt: checkAdapt(options.adapt, limiter),
+    ...checkAdapt(options.adapt, options.quotas, limiter),
   })
 }
 

@@ -8,7 +8,10 @@
 export interface Quota {
   /** The policy's name (IETF), or 'requests' / 'tokens' (x-ratelimit-*-requests / -tokens). */
   readonly name?: string
-  /** What it counts: requests unless the upstream says otherwise (IETF `qu`, or the -tokens variant). */
+  /**
+   * What it counts: requests unless the upstream says otherwise (IETF `qu`, 'tokens' for `qu="tokens"`, or the
+   * -tokens variant).
+   */
   readonly unit: 'requests' | 'tokens' | 'other'
   /** Units allowed per window. */
   readonly limit?: number
@@ -45,14 +48,19 @@ function ietfQuotas(headers: Headers): Quota[] {
     }
     return quota
   }
+  // An item named twice in one field: the first counts, as for a parameter.
+  const policies = new Set<string>()
   for (const item of listField(headers.get('ratelimit-policy'))) {
     // Drafts 6 and 7 name no policy: an item's value is its quota (`10;w=60`), of the one unnamed quota.
     const unnamed = !item.params.has('q') && count(item.name) !== undefined
-    const quota = entry(unnamed ? '' : item.name)
+    const name = unnamed ? '' : item.name
+    if (policies.has(name)) continue
+    policies.add(name)
+    const quota = entry(name)
     setIf(quota, 'limit', count(unnamed ? item.name : item.params.get('q')))
     setIf(quota, 'windowMs', seconds(item.params.get('w'), 1))
     const unit = item.params.get('qu')
-    if (unit !== undefined && unit !== 'requests') quota.unit = 'other'
+    if (unit !== undefined && unit !== 'requests') quota.unit = unit === 'tokens' ? 'tokens' : 'other'
   }
   const field = headers.get('ratelimit')
   // Draft 7's RateLimit is a dictionary (limit=, remaining=, reset=), draft 8's a list of named items.
@@ -64,7 +72,10 @@ function ietfQuotas(headers: Headers): Quota[] {
     setIf(quota, 'remaining', count(params.get('remaining')))
     setIf(quota, 'resetMs', seconds(params.get('reset'), 0))
   } else {
+    const states = new Set<string>()
     for (const item of listField(field)) {
+      if (states.has(item.name)) continue
+      states.add(item.name)
       const quota = entry(item.name)
       setIf(quota, 'remaining', count(item.params.get('r')))
       setIf(quota, 'resetMs', seconds(item.params.get('t'), 0))
@@ -207,23 +218,28 @@ const unquote = (text: string) =>
 
 /** What a response's quotas ask of a limiter: a lower limit per its window, and a pause while none is left. */
 export interface QuotaAdvice {
-  /** The lowest request quota, as units per the limiter's window (at least 1); undefined when none is given. */
+  /** The lowest quota that bounds the policy, as units per its window (at least 1); undefined when none is given. */
   readonly limit?: number
   /** The longest wait among quotas with nothing left (ms); undefined when every quota has some left. */
   readonly pauseMs?: number
 }
 
 /**
- * Reads quotas as a limiter of window `windowMs` can follow them. A quota of another window is scaled to it
- * (10 per minute is 1 per 6 s: floor(10 × 6 / 60)), which keeps the fleet within the quota over the longer of
- * the two windows; a quota whose window the headers do not give is taken as per the limiter's window. Token
- * quotas pause (none left is none left) but set no request limit.
+ * Reads quotas as a limiter's policy of window `windowMs` can follow them. A quota of another window is scaled to
+ * it (10 per minute is 1 per 6 s: floor(10 × 6 / 60)), which keeps the fleet within the quota over the longer of
+ * the two windows; a quota whose window the headers do not give is taken as per the policy's window. Only the
+ * quotas that `bounds` the policy set its limit (by default the request quotas); any quota with none left pauses
+ * (none left is none left).
  */
-export function adviceOf(quotas: readonly Quota[], windowMs: number): QuotaAdvice {
+export function adviceOf(
+  quotas: readonly Quota[],
+  windowMs: number,
+  bounds: (quota: Quota) => boolean = (quota) => quota.unit === 'requests',
+): QuotaAdvice {
   let limit: number | undefined
   let pauseMs: number | undefined
   for (const quota of quotas) {
-    if (quota.unit === 'requests' && quota.limit !== undefined) {
+    if (quota.limit !== undefined && bounds(quota)) {
       const scaled = Math.max(1, Math.floor((quota.limit * windowMs) / (quota.windowMs ?? windowMs)))
       limit = Math.min(limit ?? scaled, scaled)
     }
