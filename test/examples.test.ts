@@ -158,6 +158,17 @@ describe('the examples', () => {
       [0, 0, 0],
       [0, 0, 0],
     ])
+    // Each worker's first loop calls as the interactive class, the other two as batch: both classes are served,
+    // and every served call's time is recorded in its class.
+    for (const worker of report.workers) {
+      const { interactive, batch } = worker.classes
+      expect([interactive.served > 0, batch.served > 0], `worker ${worker.worker}`).to.deep.equal([true, true])
+      expect(interactive.served + batch.served).to.equal(worker.ok)
+      expect([interactive.latenciesMs.length, batch.latenciesMs.length]).to.deep.equal([
+        interactive.served,
+        batch.served,
+      ])
+    }
     expect(report.passed).to.equal(true)
   })
 

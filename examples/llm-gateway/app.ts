@@ -173,6 +173,20 @@ export async function runExample(options: LlmGatewayOptions = {}): Promise<LlmGa
     const throughput = units / idealUnits
     const errors = done.reduce((sum, d) => sum + d.errors, 0)
     const overLimit = done.reduce((sum, d) => sum + d.overLimit, 0)
+    const classes = (['interactive', 'batch'] as const).map((name) => {
+      const latencies = done.flatMap((d) => d.classes[name].latenciesMs).sort((a, b) => a - b)
+      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0
+      return { name, served: latencies.length, median: at(0.5), p90: at(0.9), max: at(1) }
+    })
+    log(
+      `  by priority class: ${classes
+        .map(
+          (c) =>
+            `${c.name} ${c.served} calls, from call to answer median ${Math.round(c.median)} ms, ` +
+            `p90 ${Math.round(c.p90)} ms, max ${Math.round(c.max)} ms`,
+        )
+        .join('; ')}`,
+    )
     log('')
     let passed = true
     const check = (ok: boolean, text: string) => {

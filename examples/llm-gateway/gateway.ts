@@ -1,7 +1,13 @@
 // One gateway: a limiter of the LLM upstream's three limits on the fleet's store, and `calls` loops, each calling
 // the upstream through limitedFetch one call at a time until stopped. worker.ts runs one per process on Redis;
 // app.ts runs them side by side in its own process on the memory store.
-import { createRateLimiter, isFleetlimitError, limitedFetch, type Store } from '@fleetlimit/core'
+import {
+  createRateLimiter,
+  isFleetlimitError,
+  type LimitedFetchOptions,
+  limitedFetch,
+  type Store,
+} from '@fleetlimit/core'
 
 export interface GatewayConfig {
   readonly worker: number
@@ -25,12 +31,20 @@ export interface Learned {
   readonly limit: number | null
 }
 
+/** A priority class's calls in one gateway: those served, and how long each took (admission wait included), in ms. */
+export interface ClassCalls {
+  readonly served: number
+  readonly latenciesMs: readonly number[]
+}
+
 export interface Done {
   readonly type: 'done'
   readonly worker: number
   readonly ok: number
   readonly limited: number
   readonly errors: number
+  /** The calls of each priority class: the first loop's are interactive, the others batch. */
+  readonly classes: { readonly interactive: ClassCalls; readonly batch: ClassCalls }
   /** Settles that went over a policy's limit: the estimate was below a call's true cost. */
   readonly overLimit: number
 }
@@ -54,7 +68,18 @@ export function createGateway(config: GatewayConfig, store: Store, tell: (learne
     store,
     policies: [
       { name: 'requests', limit: config.requestsPerWindow, window: config.windowMs, timeoutMs },
-      { name: 'units', limit: config.unitsPerWindow, window: config.windowMs, timeoutMs },
+      {
+        name: 'units',
+        limit: config.unitsPerWindow,
+        window: config.windowMs,
+        timeoutMs,
+        // A chat user's call goes before the batch jobs': while one waits in any gateway, batch calls are held to
+        // their half of the units, so the units that free go to it; while no user waits, batch may use them all.
+        priorities: [
+          { name: 'interactive', share: 0.5 },
+          { name: 'batch', share: 0.5 },
+        ],
+      },
       { name: 'in-flight', concurrency: config.inFlight, timeoutMs },
     ],
   })
@@ -74,7 +99,7 @@ export function createGateway(config: GatewayConfig, store: Store, tell: (learne
     },
   }
   let errors = 0
-  const upstream = limitedFetch(settling, {
+  const options: LimitedFetchOptions = {
     key: 'api.llm.test',
     // A call is admitted with its upper bound (an LLM call's max_tokens), and settled down to its usage.
     cost: { requests: 1, units: config.estimate },
@@ -88,7 +113,11 @@ export function createGateway(config: GatewayConfig, store: Store, tell: (learne
     // A wait for the units to leave the window may last nearly a window; when the quotas drop, a call that waited
     // for one window's units may wait for the next window's drain below the new quotas too.
     maxWaitMs: 3 * config.windowMs,
-  })
+  }
+  const upstreams = {
+    interactive: limitedFetch(settling, { ...options, priority: 'interactive' }),
+    batch: limitedFetch(settling, { ...options, priority: 'batch' }),
+  }
 
   return {
     /**
@@ -106,9 +135,16 @@ export function createGateway(config: GatewayConfig, store: Store, tell: (learne
       const body = JSON.stringify({ model: 'stub', messages: [{ role: 'user', content: 'hello' }] })
       let ok = 0
       let limited = 0
-      const loop = async () => {
+      const classes = {
+        interactive: { served: 0, latenciesMs: [] as number[] },
+        batch: { served: 0, latenciesMs: [] as number[] },
+      }
+      const loop = async (index: number) => {
+        const priority = index === 0 ? 'interactive' : 'batch'
+        const upstream = upstreams[priority]
         while (!stop.aborted) {
           try {
+            const started = performance.now()
             const response = await upstream(`${config.upstreamUrl}/v1/chat/completions`, {
               method: 'POST',
               headers,
@@ -117,8 +153,11 @@ export function createGateway(config: GatewayConfig, store: Store, tell: (learne
             })
             // The caller reads the answer as usual: the settle read a copy of it.
             await response.json()
-            if (response.ok) ok++
-            else if (response.status === 429) limited++
+            if (response.ok) {
+              ok++
+              classes[priority].served++
+              classes[priority].latenciesMs.push(performance.now() - started)
+            } else if (response.status === 429) limited++
             else throw new Error(`upstream answered ${response.status}`)
           } catch (error) {
             if (stop.aborted) break
@@ -127,8 +166,8 @@ export function createGateway(config: GatewayConfig, store: Store, tell: (learne
           }
         }
       }
-      await Promise.all(Array.from({ length: config.calls }, loop))
-      return { type: 'done', worker: config.worker, ok, limited, errors, overLimit }
+      await Promise.all(Array.from({ length: config.calls }, (_, index) => loop(index)))
+      return { type: 'done', worker: config.worker, ok, limited, errors, overLimit, classes }
     },
   }
 }
