@@ -6,8 +6,8 @@
 
 import { createRateLimiter, limitedFetch, redisStore } from '@fleetlimit/core'
 import { sleep } from '@fleetlimit/test-kit/sleep'
-import Bottleneck from 'bottleneck'
 import { Redis } from 'ioredis'
+import { clusteredReservoir } from './bottleneck-reservoir.js'
 import { countErrors, send } from './worker-ipc.js'
 
 export interface PrioritiesWorkerConfig {
@@ -81,19 +81,7 @@ function fleetlimitGate(config: PrioritiesWorkerConfig): { gate: Gate; close: ()
  * and its `priority` (0 highest), which orders the queue of each process, not the fleet's.
  */
 async function bottleneckGate(config: PrioritiesWorkerConfig): Promise<{ gate: Gate; close: () => Promise<void> }> {
-  const { hostname, port } = new URL(config.redisUrl)
-  const limiter = new Bottleneck({
-    id: config.key,
-    datastore: 'ioredis',
-    clientOptions: { host: hostname, port: Number(port) },
-    reservoir: config.limit,
-    reservoirRefreshAmount: config.limit,
-    reservoirRefreshInterval: config.windowMs,
-    // Clustering refills the reservoir on a heartbeat, 5 s by default: 250 ms lets it refill every second.
-    heartbeatInterval: 250,
-  })
-  limiter.on('error', record)
-  await limiter.ready()
+  const limiter = await clusteredReservoir(config, record)
   return {
     gate: async (priority, signal, admitted) => {
       const response = await limiter.schedule({ priority: priority === 'interactive' ? 0 : 9 }, () => {

@@ -3,8 +3,8 @@
 // reports), or through Bottleneck's Redis clustering with a weight per job. Started by outbound-tokens.ts with fork().
 import { createRateLimiter, type Decision, limitedFetch, type OutboundLimiter, redisStore } from '@fleetlimit/core'
 import { sleep } from '@fleetlimit/test-kit/sleep'
-import Bottleneck from 'bottleneck'
 import { Redis } from 'ioredis'
+import { clusteredReservoir } from './bottleneck-reservoir.js'
 import { seededLognormal } from './outbound-tokens-upstream.js'
 import { countErrors, send } from './worker-ipc.js'
 
@@ -129,19 +129,7 @@ function fleetlimitCall(config: TokenWorkerConfig, totals: Totals): { call: Call
  * job's weight stays what it was charged, whatever the call used.
  */
 async function bottleneckCall(config: TokenWorkerConfig): Promise<{ call: Call; close: () => Promise<void> }> {
-  const { hostname, port } = new URL(config.redisUrl)
-  const limiter = new Bottleneck({
-    id: config.key,
-    datastore: 'ioredis',
-    clientOptions: { host: hostname, port: Number(port) },
-    reservoir: config.limit,
-    reservoirRefreshAmount: config.limit,
-    reservoirRefreshInterval: config.windowMs,
-    // Clustering refills on a heartbeat, 5 s by default: 250 ms lets it refill every second.
-    heartbeatInterval: 250,
-  })
-  limiter.on('error', record)
-  await limiter.ready()
+  const limiter = await clusteredReservoir(config, record)
   const estimate = runningPercentile(config.initial, config.percentile)
   return {
     call: async (prompt, signal) => {

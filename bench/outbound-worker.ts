@@ -4,8 +4,8 @@
 
 import { createRateLimiter, limitedFetch, redisStore } from '@fleetlimit/core'
 import { sleep } from '@fleetlimit/test-kit/sleep'
-import Bottleneck from 'bottleneck'
 import { Redis } from 'ioredis'
+import { clusteredReservoir } from './bottleneck-reservoir.js'
 import { countErrors, send } from './worker-ipc.js'
 
 export interface OutboundWorkerConfig {
@@ -71,20 +71,7 @@ function fleetlimitCall(config: OutboundWorkerConfig): { call: Call; close: () =
  * every process until Bottleneck's next refill, and a stated quota becomes the refill amount (updateSettings).
  */
 async function bottleneckCall(config: OutboundWorkerConfig): Promise<{ call: Call; close: () => Promise<void> }> {
-  const { hostname, port } = new URL(config.redisUrl)
-  const limiter = new Bottleneck({
-    id: config.key,
-    datastore: 'ioredis',
-    clientOptions: { host: hostname, port: Number(port) },
-    reservoir: config.limit,
-    reservoirRefreshAmount: config.limit,
-    reservoirRefreshInterval: config.windowMs,
-    // Clustering refills the reservoir on a heartbeat, 5 s by default (its README asks for refresh intervals that
-    // are multiples of 5 s): 250 ms, its in-process default, lets it refill every second.
-    heartbeatInterval: 250,
-  })
-  limiter.on('error', record)
-  await limiter.ready()
+  const limiter = await clusteredReservoir(config, record)
   let refill = config.limit
   return {
     call: async (signal) => {
