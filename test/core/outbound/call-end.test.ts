@@ -56,16 +56,19 @@ describe('outbound call end (outbound/call-end.ts)', () => {
     expect(log).to.deep.equal([])
   })
 
-  it('handOver without slots, with settle: settles from a copy; the caller reads the body through a held one', async () => {
+  it('handOver without slots, with settle: settles from a copy; with a signal, the body is read through a held one', async () => {
     const { limiter, log, settled } = stubLimiter()
     const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: () => {} })
+    const unsignalled = new Response('first', { headers: { 'x-cost': '2' } })
+    expect(ends.handOver(base, unsignalled, undefined)).to.equal(unsignalled)
     const response = new Response('body', { status: 201, headers: { 'x-cost': '3' } })
-    const handed = ends.handOver(base, response, undefined)
+    const handed = ends.handOver(base, response, new AbortController().signal)
     // The original's branch is held, so that fetch's cancel on abort is refused (see call-end.ts).
     expect([handed === response, response.body?.locked, handed.body?.locked]).to.deep.equal([false, true, false])
     expect([handed.status, handed.headers.get('x-cost'), await handed.text()]).to.deep.equal([201, '3', 'body'])
+    expect(await unsignalled.text()).to.equal('first')
     await settled
-    expect(log).to.deep.equal(['settle 3'])
+    expect(log).to.deep.equal(['settle 2', 'settle 3'])
   })
 
   it('handOver with slots releases them once the body is read and the settle is done, not before', async () => {
@@ -80,11 +83,11 @@ describe('outbound call end (outbound/call-end.ts)', () => {
     expect(log).to.deep.equal(['settle 2', 'release slots'])
   })
 
-  it('finish settles then releases, and returns the response to keep (held with settle); failed releases only', async () => {
+  it('finish settles then releases, and returns the response to keep (held with settle and a signal)', async () => {
     const { limiter, log } = stubLimiter()
     const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: () => {} })
     const refused = new Response('slow down', { status: 429, headers: { 'x-cost': '1' } })
-    const kept = await ends.finish(withSlots, refused, undefined)
+    const kept = await ends.finish(withSlots, refused, new AbortController().signal)
     expect(log).to.deep.equal(['settle 1', 'release slots'])
     expect([kept === refused, refused.body?.locked, kept.status, await kept.text()]).to.deep.equal([
       false,
@@ -97,7 +100,9 @@ describe('outbound call end (outbound/call-end.ts)', () => {
     expect(log).to.deep.equal(['settle 1', 'release slots', 'release slots'])
     const plain = createCallEnd({ limiter, settle: undefined, onSettleError: () => {} })
     const unsettled = new Response('x', { status: 429 })
-    expect(await plain.finish(base, unsettled, undefined)).to.equal(unsettled)
+    expect(await plain.finish(base, unsettled, new AbortController().signal)).to.equal(unsettled)
+    const unsignalled = new Response('x', { status: 429, headers: { 'x-cost': '1' } })
+    expect(await ends.finish(base, unsignalled, undefined)).to.equal(unsignalled)
   })
 
   it('a failed settle goes to onSettleError with the copy, unless the caller aborted; nothing rejects', async () => {
