@@ -48,15 +48,27 @@ describe('outbound call end (outbound/call-end.ts)', () => {
     expect([noRelease.canEnd(base), noRelease.canEnd(withSlots)]).to.deep.equal([true, false])
   })
 
-  it('handOver without slots returns the response as it is and releases nothing; settles from a copy', async () => {
+  it('handOver without slots and without settle returns the response as it is and releases nothing', () => {
+    const { limiter, log } = stubLimiter()
+    const ends = createCallEnd({ limiter, settle: undefined, onSettleError: () => {} })
+    const response = new Response('body')
+    expect(ends.handOver(base, response, undefined)).to.equal(response)
+    expect(log).to.deep.equal([])
+  })
+
+  it('handOver without slots, with settle: settles from a copy; with a signal, the body is read through a held one', async () => {
     const { limiter, log, settled } = stubLimiter()
     const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: () => {} })
-    const response = new Response('body', { headers: { 'x-cost': '3' } })
-    expect(ends.handOver(base, response, undefined)).to.equal(response)
-    // The caller's body is still there to read.
-    expect(await response.text()).to.equal('body')
+    const unsignalled = new Response('first', { headers: { 'x-cost': '2' } })
+    expect(ends.handOver(base, unsignalled, undefined)).to.equal(unsignalled)
+    const response = new Response('body', { status: 201, headers: { 'x-cost': '3' } })
+    const handed = ends.handOver(base, response, new AbortController().signal)
+    // The original's branch is held, so that fetch's cancel on abort is refused (see call-end.ts).
+    expect([handed === response, response.body?.locked, handed.body?.locked]).to.deep.equal([false, true, false])
+    expect([handed.status, handed.headers.get('x-cost'), await handed.text()]).to.deep.equal([201, '3', 'body'])
+    expect(await unsignalled.text()).to.equal('first')
     await settled
-    expect(log).to.deep.equal(['settle 3'])
+    expect(log).to.deep.equal(['settle 2', 'settle 3'])
   })
 
   it('handOver with slots releases them once the body is read and the settle is done, not before', async () => {
@@ -71,14 +83,26 @@ describe('outbound call end (outbound/call-end.ts)', () => {
     expect(log).to.deep.equal(['settle 2', 'release slots'])
   })
 
-  it('finish settles then releases; failed releases only', async () => {
+  it('finish settles then releases, and returns the response to keep (held with settle and a signal)', async () => {
     const { limiter, log } = stubLimiter()
     const ends = createCallEnd({ limiter, settle: fromHeader, onSettleError: () => {} })
-    await ends.finish(withSlots, new Response(null, { status: 429, headers: { 'x-cost': '1' } }), undefined)
+    const refused = new Response('slow down', { status: 429, headers: { 'x-cost': '1' } })
+    const kept = await ends.finish(withSlots, refused, new AbortController().signal)
     expect(log).to.deep.equal(['settle 1', 'release slots'])
+    expect([kept === refused, refused.body?.locked, kept.status, await kept.text()]).to.deep.equal([
+      false,
+      true,
+      429,
+      'slow down',
+    ])
     await ends.failed(withSlots)
     await ends.failed(base)
     expect(log).to.deep.equal(['settle 1', 'release slots', 'release slots'])
+    const plain = createCallEnd({ limiter, settle: undefined, onSettleError: () => {} })
+    const unsettled = new Response('x', { status: 429 })
+    expect(await plain.finish(base, unsettled, new AbortController().signal)).to.equal(unsettled)
+    const unsignalled = new Response('x', { status: 429, headers: { 'x-cost': '1' } })
+    expect(await ends.finish(base, unsignalled, undefined)).to.equal(unsignalled)
   })
 
   it('a failed settle goes to onSettleError with the copy, unless the caller aborted; nothing rejects', async () => {
@@ -104,7 +128,8 @@ describe('outbound call end (outbound/call-end.ts)', () => {
     }
     const ends = createCallEnd({ limiter, settle: undefined, onSettleError: () => {} })
     expect(await ends.failed(withSlots)).to.equal(undefined)
-    expect(await ends.finish(withSlots, new Response(null), undefined)).to.equal(undefined)
+    const answer = new Response(null)
+    expect(await ends.finish(withSlots, answer, undefined)).to.equal(answer)
     expect(calls).to.equal(2)
   })
 })

@@ -28,11 +28,12 @@ export function createCallEnd({ limiter, settle, onSettleError }: CallEndOptions
   }
 
   /**
-   * Settles from a copy of the response (a branch of its body: the original reads as if untouched). The copy's
-   * body is cancelled once read, so a cost read from the headers alone leaves nothing buffered.
+   * Settles from a copy of the response (a branch of its body: the original reads as if untouched); undefined
+   * without `settle`. The copy's body is cancelled once read, so a cost read from the headers alone leaves nothing
+   * buffered.
    */
-  function settleFrom(decision: Decision, response: Response, signal: AbortSignal | undefined): Promise<void> {
-    if (!settle || !limiter.settle) return Promise.resolve()
+  function settleFrom(decision: Decision, response: Response, signal: AbortSignal | undefined) {
+    if (!settle || !limiter.settle) return undefined
     const send = limiter.settle
     const copy = response.clone()
     return (async () => {
@@ -48,27 +49,42 @@ export function createCallEnd({ limiter, settle, onSettleError }: CallEndOptions
     })()
   }
 
+  /**
+   * The original's branch, read from now on through a stream of ours, so that fetch cannot cancel it. On abort,
+   * fetch cancels a response body no one holds and rethrows, unhandled, what that cancel rejects with: once the
+   * copy's branch is cancelled, the abort reason. A held body refuses with the one error fetch ignores; the abort
+   * still reaches the caller's reads. Without a signal, fetch cancels nothing: the response stays as it is.
+   */
+  const hold = (response: Response, signal: AbortSignal | undefined, end?: () => void) =>
+    end || signal ? onBodyEnd(response, end ?? (() => {})) : response
+
   return {
     /** Whether the limiter can end this admission: a wrapper without release() cannot free slots. */
     canEnd: (decision: Decision) => !holdsSlots(decision) || typeof limiter.release === 'function',
 
-    /** The response for the caller: as it is when nothing is to wait for its body, else one that tells its end. */
+    /** The response for the caller: as it is, or with slots or a signal and settle, one read through ours. */
     handOver(decision: Decision, response: Response, signal: AbortSignal | undefined): Response {
       const settled = settleFrom(decision, response, signal)
-      if (!holdsSlots(decision)) return response
+      if (!holdsSlots(decision)) return settled ? hold(response, signal) : response
       let bodyDone: () => void = () => {}
       const read = new Promise<void>((resolve) => {
         bodyDone = resolve
       })
-      const handed = onBodyEnd(response, () => bodyDone())
+      const handed = hold(response, signal, () => bodyDone())
       void Promise.all([read, settled]).then(() => release(decision))
       return handed
     },
 
-    /** An answer not handed over (a 429 to retry, unread): settled, then its slots released. */
-    async finish(decision: Decision, response: Response, signal: AbortSignal | undefined): Promise<void> {
-      await settleFrom(decision, response, signal)
+    /**
+     * An answer not handed over (a 429 to retry, unread): settled, then its slots released. Returns the response
+     * to keep in its place (with a signal, its body held from fetch's cancel), to discard or hand back later.
+     */
+    async finish(decision: Decision, response: Response, signal: AbortSignal | undefined): Promise<Response> {
+      const settled = settleFrom(decision, response, signal)
+      const kept = settled ? hold(response, signal) : response
+      await settled
       await release(decision)
+      return kept
     },
 
     /** The fetch failed: its slots released; its units stay, as the upstream may have counted the call. */

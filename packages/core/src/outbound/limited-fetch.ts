@@ -60,7 +60,8 @@ export interface LimitedFetchOptions {
    * body it may read: the caller's stays unread. Called for every response the upstream sends, a retried 429
    * included (return 0 for what the upstream does not charge). It does not hold the response up: limitedFetch
    * resolves once the headers are in, as fetch does, and the settle reads its copy as the body arrives. If it
-   * throws, the attempt keeps the cost it was admitted with, and the error goes to `onSettleError`.
+   * throws, the attempt keeps the cost it was admitted with, and the error goes to `onSettleError`. A call its
+   * caller aborts keeps what the settle read by then: one cut short keeps the admitted cost, without `onSettleError`.
    */
   settle?: ReadCost
   /**
@@ -201,8 +202,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
         try {
           await limiter.pause(key, pauseMs)
         } catch (error) {
-          await end.finish(decision, response, signal)
-          await discard(response)
+          await discard(await end.finish(decision, response, signal))
           throw error
         }
       }
@@ -211,8 +211,7 @@ export function limitedFetch(limiter: OutboundLimiter, options: LimitedFetchOpti
         return end.handOver(decision, response, signal)
       }
       // Ended before the next acquire, which may need its slot.
-      await end.finish(decision, response, signal)
-      last = response
+      last = await end.finish(decision, response, signal)
     }
   }
 }
