@@ -23,6 +23,20 @@ describe('learned limits: the notes and their arithmetic', () => {
     ])
   })
 
+  it('holds an AIMD note just under the rate the upstream refused for 4 windows, then grows past it', () => {
+    // Cut to 7 after a 429 when the window held 11: 8, 9, 10, then 10 for 4 windows, then 11, 12.
+    const cut = parseNote('a 7 0 1 10')
+    expect(Array.from({ length: 10 }, (_, w) => limitOf(cut, w * 1_000, policy)?.limit)).to.deep.equal([
+      7, 8, 9, 10, 10, 10, 10, 11, 12, 13,
+    ])
+    // A step that overshoots `below` stops at it, as one that lands on it does.
+    const wide = parseNote('a 7 0 2 10')
+    expect(Array.from({ length: 8 }, (_, w) => limitOf(wide, w * 1_000, policy)?.limit)).to.deep.equal([
+      7, 9, 10, 10, 10, 10, 12, 14,
+    ])
+    expect(parseNote('a 7 0 1 6'), 'below under the limit').to.equal(undefined)
+  })
+
   it('reads a note it cannot have written as none', () => {
     for (const text of [
       '',
@@ -114,6 +128,19 @@ describe('learned limits of a limiter (memory store, its clock in the test)', ()
     expect(await limiter.learn('api', { source: 'aimd', used: 100 })).to.deep.equal({ limit: 10, source: 'aimd' })
     now += 1_000
     expect(await limiter.learn('api', { source: 'aimd', used: 1 })).to.deep.equal({ limit: 1, source: 'aimd' })
+  })
+
+  it('AIMD: grows back to just under the rate refused, holds there 4 windows, then grows past it', async () => {
+    const store = memoryStore({ clock })
+    // The window held 11 when the refused call was admitted: cut to 7, back to 10 in 3 windows, 11 after 4 more.
+    expect(await make(store).learn('api', { source: 'aimd', used: 11 })).to.deep.equal({ limit: 7, source: 'aimd' })
+    const limits: (number | undefined)[] = []
+    for (let w = 1; w <= 8; w++) {
+      now += 1_000
+      // A new limiter (a process) each window: one reads the store's note at most once a window.
+      limits.push((await make(store).learned('api'))?.limit)
+    }
+    expect(limits).to.deep.equal([8, 9, 10, 10, 10, 10, 11, 12])
   })
 
   it('refuses a lesson it cannot take, and one that names no policy when several learn', async () => {

@@ -32,12 +32,14 @@ export type Lesson = (
 }
 
 /**
- * A note's value: `h <limit> <until>` (headers: the limit, until that store time), or `a <limit> <at> <step>`
- * (AIMD: the limit cut to at store time `at`, grown by `step` each window since, up to the policy's limit).
+ * A note's value: `h <limit> <until>` (headers: the limit, until that store time), or `a <limit> <at> <step>
+ * [<below>]` (AIMD: the limit cut to at store time `at`, grown by `step` each window since, up to the policy's
+ * limit; with `below`, the most the window held under the rate the upstream refused, where it stays PLATEAU_WINDOWS
+ * windows before it grows past it).
  */
 type Note =
   | { source: 'headers'; limit: number; until: number }
-  | { source: 'aimd'; limit: number; at: number; step: number }
+  | { source: 'aimd'; limit: number; at: number; step: number; below?: number }
 
 /**
  * AIMD's cut: to this share of what the window held when the refused call was admitted (the rate the upstream
@@ -47,6 +49,11 @@ type Note =
 const CUT_SHARE = 0.7
 /** The share of the policy's limit AIMD grows back by each window without a 429 (at least 1). */
 const GROW_SHARE = 0.02
+/**
+ * Windows AIMD holds just under the rate the upstream last refused before it probes past it: the rate it refused is
+ * most often the quota itself, so growing straight through it costs a 429 every few windows.
+ */
+const PLATEAU_WINDOWS = 4
 /** A headers note lives this many windows past the last response that stated it (at least HEADERS_MIN_TTL_MS). */
 const HEADERS_WINDOWS = 2
 const HEADERS_MIN_TTL_MS = 1_000
@@ -71,16 +78,30 @@ export function parseNote(value: string | undefined): Note | undefined {
   const [kind, ...rest] = value.split(' ')
   const numbers = rest.map(Number)
   if (!numbers.every((n) => Number.isSafeInteger(n) && n >= 0)) return undefined
-  const [limit, time, step] = numbers as [number, number, number?]
+  const [limit, time, step, below] = numbers as [number, number, number?, number?]
   if (kind === 'h' && numbers.length === 2 && limit >= 1) return { source: 'headers', limit, until: time }
-  if (kind === 'a' && numbers.length === 3 && limit >= 1 && (step ?? 0) >= 1) {
-    return { source: 'aimd', limit, at: time, step: step as number }
+  if (kind !== 'a' || limit < 1 || (step ?? 0) < 1) return undefined
+  if (numbers.length === 3) return { source: 'aimd', limit, at: time, step: step as number }
+  if (numbers.length === 4 && (below as number) >= limit) {
+    return { source: 'aimd', limit, at: time, step: step as number, below: below as number }
   }
   return undefined
 }
 
-const formatNote = (note: Note) =>
-  note.source === 'headers' ? `h ${note.limit} ${note.until}` : `a ${note.limit} ${note.at} ${note.step}`
+function formatNote(note: Note): string {
+  if (note.source === 'headers') return `h ${note.limit} ${note.until}`
+  const aimd = `a ${note.limit} ${note.at} ${note.step}`
+  return note.below === undefined ? aimd : `${aimd} ${note.below}`
+}
+
+/** An AIMD note's limit `windows` whole windows after its cut: a step a window, held PLATEAU_WINDOWS at `below`. */
+function grown(note: Extract<Note, { source: 'aimd' }>, windows: number): number {
+  const { limit, step, below } = note
+  const straight = limit + step * windows
+  if (below === undefined || straight <= below) return straight
+  const reached = Math.ceil((below - limit) / step)
+  return windows < reached + PLATEAU_WINDOWS ? below : below + step * (windows - reached - PLATEAU_WINDOWS + 1)
+}
 
 /** The limit a note holds the fleet to at store time `now` under `policy`; undefined when none is below the policy's. */
 export function limitOf(
@@ -94,7 +115,7 @@ export function limitOf(
     if (note.until <= now) return undefined
     limit = note.limit
   } else {
-    limit = note.limit + note.step * Math.floor(Math.max(0, now - note.at) / policy.window)
+    limit = grown(note, Math.floor(Math.max(0, now - note.at) / policy.window))
   }
   return limit < policy.limit ? { limit, source: note.source } : undefined
 }
@@ -217,9 +238,12 @@ export function createLearnedLimits({ store, policy, bounded, changed }: Learned
       const base = Math.min(before?.limit ?? policy.limit, lesson.used ?? Number.POSITIVE_INFINITY)
       const limit = Math.max(1, Math.floor(base * CUT_SHARE))
       const step = Math.max(1, Math.round(policy.limit * GROW_SHARE))
-      // Until it has grown back to the policy's limit, and a window more.
-      const ttlMs = (Math.ceil((policy.limit - limit) / step) + 1) * policy.window
       const cut: Note = { source: 'aimd', limit, at: Math.floor(now), step }
+      // The window held `used` when the refused call was admitted: the upstream allows less.
+      if (lesson.used !== undefined && lesson.used - 1 > limit) cut.below = lesson.used - 1
+      // Until it has grown back to the policy's limit (past its plateau), and a window more.
+      const plateau = cut.below === undefined ? 0 : PLATEAU_WINDOWS
+      const ttlMs = (Math.ceil((policy.limit - limit) / step) + plateau + 1) * policy.window
       // Another process wrote first: its note stands (a cut of the same 429s, most likely).
       return remember(key, await write(key, cut, ttlMs, state.value ?? null))
     },

@@ -184,7 +184,8 @@ export interface RateLimiter {
    * quota per the policy's window, lowers the key's limit to it (it lapses after two windows unless stated again;
    * one at or above the policy's ends it); `{ source: 'aimd', used? }`, a 429, cuts it to 0.7 of `used` (the units in
    * the window when the refused call was admitted) or of the limit, whichever is lower, at least 1 and at most once a
-   * window, and it then grows back by 2% of the policy's limit each window. Kept in the store, so every process holds
+   * window, and it then grows back by 2% of the policy's limit each window (with `used`, it stays 4 windows at
+   * `used - 1` before it grows past it). Kept in the store, so every process holds
    * to it. A rate policy learns (not in-flight slots, nor a calendar period); when several policies of the limiter
    * do, the lesson names one (`policy`). Resolves with the limit the key is held to now.
    */

@@ -79,7 +79,8 @@ export interface LimitedFetchOptions {
    *   serves a 429 or 503 as its Retry-After when it has none.
    * - 'aimd', for an upstream that only answers 429: a 429 pauses the fleet for its Retry-After and cuts the key's
    *   limit to 0.7 of what the window held when the refused call was admitted (or of the limit, if lower; at most
-   *   once a window, at least 1); it grows back by 2% of the configured limit each window.
+   *   once a window, at least 1); it grows back by 2% of the configured limit each window, and stays 4 windows just
+   *   under the rate the upstream refused before it grows past it.
    * - false: nothing is learned; a 429 or 503 with Retry-After still pauses the fleet.
    *
    * Each rate policy of the limiter learns its own limit (in-flight slots and calendar periods learn none): with
