@@ -8,7 +8,7 @@ import { createRateLimiter, limitedFetch, redisStore } from '@fleetlimit/core'
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Redis } from 'ioredis'
 import { clusteredReservoir } from './bottleneck-reservoir.js'
-import { countErrors, send } from './worker-ipc.js'
+import { countErrors, send, startRun } from './worker-ipc.js'
 
 export interface PrioritiesWorkerConfig {
   readonly redisUrl: string
@@ -101,15 +101,8 @@ process.once('message', async (config: PrioritiesWorkerConfig) => {
   } catch (error) {
     record(error)
   }
-  await send({ type: 'ready' })
-  const { startAt, durationMs } = await new Promise<{ startAt: number; durationMs: number }>((resolve) =>
-    process.once('message', resolve),
-  )
-  await sleep(startAt - Date.now())
-  const endAt = startAt + durationMs
-  // Calls still waiting at the end are abandoned (Bottleneck's queue takes no signal: its are left behind).
-  const signal = AbortSignal.timeout(durationMs)
-  const ended = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()))
+  // Calls still waiting for admission at the end are abandoned.
+  const { startAt, endAt, signal, ended } = await startRun()
   let calls = 0
   const one = async (priority: 'interactive' | 'batch', admitted: () => void) => {
     calls++

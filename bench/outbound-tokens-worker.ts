@@ -2,11 +2,10 @@
 // upstream, one call after the other, through limitedFetch at the row's cost (settled from the usage the answer
 // reports), or through Bottleneck's Redis clustering with a weight per job. Started by outbound-tokens.ts with fork().
 import { createRateLimiter, type Decision, limitedFetch, type OutboundLimiter, redisStore } from '@fleetlimit/core'
-import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Redis } from 'ioredis'
 import { clusteredReservoir } from './bottleneck-reservoir.js'
 import { seededLognormal } from './outbound-tokens-upstream.js'
-import { countErrors, send } from './worker-ipc.js'
+import { countErrors, send, startRun } from './worker-ipc.js'
 
 /** What a call reserves: the worst case of any call, its own bound (prompt + max_tokens), or the key's estimate. */
 export type TokenRowKind = 'worst' | 'bound' | 'estimate' | 'bottleneck'
@@ -164,15 +163,8 @@ process.once('message', async (config: TokenWorkerConfig) => {
   } catch (error) {
     record(error)
   }
-  await send({ type: 'ready' })
-  const { startAt, durationMs } = await new Promise<{ startAt: number; durationMs: number }>((resolve) =>
-    process.once('message', resolve),
-  )
-  await sleep(startAt - Date.now())
-  const endAt = startAt + durationMs
-  const signal = AbortSignal.timeout(durationMs)
-  // Bottleneck's queue takes no signal: a job still queued at the end is left behind.
-  const ended = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()))
+  // Calls still waiting for admission at the end are abandoned.
+  const { endAt, signal, ended } = await startRun()
   const prompts = seededLognormal(config.seed, config.promptMedian, config.promptSigma, config.maxPrompt)
   let calls = 0
   const loop = async () => {

@@ -3,10 +3,9 @@
 // clustering. Started by outbound.ts with fork().
 
 import { createRateLimiter, limitedFetch, redisStore } from '@fleetlimit/core'
-import { sleep } from '@fleetlimit/test-kit/sleep'
 import { Redis } from 'ioredis'
 import { clusteredReservoir } from './bottleneck-reservoir.js'
-import { countErrors, send } from './worker-ipc.js'
+import { countErrors, send, startRun } from './worker-ipc.js'
 
 export interface OutboundWorkerConfig {
   readonly redisUrl: string
@@ -97,16 +96,8 @@ process.once('message', async (config: OutboundWorkerConfig) => {
   } catch (error) {
     record(error)
   }
-  await send({ type: 'ready' })
-  const { startAt, durationMs } = await new Promise<{ startAt: number; durationMs: number }>((resolve) =>
-    process.once('message', resolve),
-  )
-  await sleep(startAt - Date.now())
-  const endAt = startAt + durationMs
   // Calls still waiting for admission at the end are abandoned.
-  const signal = AbortSignal.timeout(durationMs)
-  // Bottleneck's queue takes no signal: a call still queued at the end is left behind.
-  const ended = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()))
+  const { endAt, signal, ended } = await startRun()
   let calls = 0
   const loop = async () => {
     while (gate && Date.now() < endAt) {
