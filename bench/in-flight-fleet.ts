@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { startUpstream, type UpstreamStats } from '../examples/llm-gateway/upstream.js'
 import type { InFlightPeer } from './in-flight-peers.js'
 import type { WorkerConfig, WorkerMessage, WorkerReport } from './in-flight-worker.js'
+import { reply, runWorkers } from './worker-fleet.js'
 
 export interface InFlightScenario {
   readonly workers: number
@@ -95,18 +96,6 @@ export function perfectScheduleMs(holds: readonly number[], scenario: InFlightSc
   return end
 }
 
-/** Waits for one message of the child, failing if it exits first. */
-function reply<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`in-flight worker exited with ${code}`))
-    child.once('exit', onExit)
-    child.once('message', (message: T) => {
-      child.off('exit', onExit)
-      resolve(message)
-    })
-  })
-}
-
 /** Runs the scenario once with one limiter against a fresh stub upstream, on the Redis at redisUrl. */
 export async function measureInFlight(
   peer: InFlightPeer,
@@ -140,14 +129,15 @@ export async function measureInFlight(
       child.send(config)
     })
     await Promise.all(ready)
-    const done = workers.map((child) => reply<WorkerReport>(child))
-    const startAt = Date.now() + 200
-    for (const child of workers) child.send({ startAt, deadlineMs })
-    const reports = await Promise.all(done)
-    const errors: Record<string, number> = {}
-    for (const report of reports) {
-      for (const [message, times] of Object.entries(report.errors)) errors[message] = (errors[message] ?? 0) + times
-    }
+    let startAt = 0
+    const { reports, errors } = await runWorkers<WorkerReport>(
+      workers,
+      (at) => {
+        startAt = at
+        return { startAt, deadlineMs }
+      },
+      200,
+    )
     const sum = (pick: (r: WorkerReport) => number) => reports.reduce((total, r) => total + pick(r), 0)
     const completed = sum((r) => r.completed)
     const failed = sum((r) => r.failed)

@@ -8,6 +8,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { InteractiveCall, PrioritiesWorkerConfig, PrioritiesWorkerReport } from './outbound-priorities-worker.js'
+import { reply, runWorkers } from './worker-fleet.js'
 
 export interface PrioritiesScenario {
   readonly workers: number
@@ -91,17 +92,6 @@ async function startUpstream(quota: number, windowMs: number) {
   }
 }
 
-function reply<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`priorities worker exited with ${code}`))
-    child.once('exit', onExit)
-    child.once('message', (message: T) => {
-      child.off('exit', onExit)
-      resolve(message)
-    })
-  })
-}
-
 const quantile = (sorted: readonly number[], q: number) =>
   sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number)
 
@@ -136,15 +126,10 @@ async function measure(
       child.send(config)
     })
     await Promise.all(ready)
-    const done = workers.map((child) => reply<PrioritiesWorkerReport>(child))
-    const startAt = Date.now() + 300
-    upstream.start(startAt, durationMs)
-    for (const child of workers) child.send({ startAt, durationMs })
-    const reports = await Promise.all(done)
-    const errors: Record<string, number> = {}
-    for (const report of reports) {
-      for (const [message, times] of Object.entries(report.errors)) errors[message] = (errors[message] ?? 0) + times
-    }
+    const { reports, errors } = await runWorkers<PrioritiesWorkerReport>(workers, (startAt) => {
+      upstream.start(startAt, durationMs)
+      return { startAt, durationMs }
+    })
     const calls: InteractiveCall[] = reports.flatMap((r) => r.interactive)
     const admitted = calls.filter((c) => c.admittedAt > 0)
     const waits = admitted.map((c) => c.admittedAt - c.startedAt).sort((a, b) => a - b)

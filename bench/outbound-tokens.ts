@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startTokenUpstream, type TokenCounts } from './outbound-tokens-upstream.js'
 import type { TokenRowKind, TokenWorkerConfig, TokenWorkerReport } from './outbound-tokens-worker.js'
+import { reply, runWorkers } from './worker-fleet.js'
 
 export interface TokenScenario {
   readonly workers: number
@@ -73,18 +74,6 @@ export interface TokenRow extends TokenCounts {
   readonly errors: Record<string, number>
 }
 
-/** Waits for one message of the child, failing if it exits first. */
-function reply<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`token worker exited with ${code}`))
-    child.once('exit', onExit)
-    child.once('message', (message: T) => {
-      child.off('exit', onExit)
-      resolve(message)
-    })
-  })
-}
-
 async function measure(row: Row, redisUrl: string, scenario: TokenScenario): Promise<TokenRow> {
   const { workers: count, windowMs, limit, durationMs, warmUpMs, completion } = scenario
   const upstream = await startTokenUpstream({
@@ -125,15 +114,10 @@ async function measure(row: Row, redisUrl: string, scenario: TokenScenario): Pro
       child.send(config)
     })
     await Promise.all(ready)
-    const done = workers.map((child) => reply<TokenWorkerReport>(child))
-    const startAt = Date.now() + 300
-    upstream.start(startAt, durationMs, warmUpMs)
-    for (const child of workers) child.send({ startAt, durationMs })
-    const reports = await Promise.all(done)
-    const errors: Record<string, number> = {}
-    for (const report of reports) {
-      for (const [message, times] of Object.entries(report.errors)) errors[message] = (errors[message] ?? 0) + times
-    }
+    const { reports, errors } = await runWorkers<TokenWorkerReport>(workers, (startAt) => {
+      upstream.start(startAt, durationMs, warmUpMs)
+      return { startAt, durationMs }
+    })
     const sum = (field: 'settles' | 'reservedUnits' | 'settledUnits' | 'excessUnitMs' | 'calls') =>
       reports.reduce((total, r) => total + r[field], 0)
     const counts = upstream.counts()

@@ -11,6 +11,7 @@ import { outboundTokens, TOKEN_SCENARIO, type TokenScenario } from './outbound-t
 import { startQuotaUpstream, type UpstreamCounts } from './outbound-upstream.js'
 import type { OutboundWorkerConfig, OutboundWorkerReport } from './outbound-worker.js'
 import type { PartResult } from './run.js'
+import { reply, runWorkers } from './worker-fleet.js'
 
 export interface OutboundScenario {
   readonly workers: number
@@ -111,18 +112,6 @@ export interface OutboundRow extends UpstreamCounts {
   readonly errors: Record<string, number>
 }
 
-/** Waits for one message of the child, failing if it exits first. */
-function reply<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`outbound worker exited with ${code}`))
-    child.once('exit', onExit)
-    child.once('message', (message: T) => {
-      child.off('exit', onExit)
-      resolve(message)
-    })
-  })
-}
-
 async function measure(row: Row, redisUrl: string, scenario: OutboundScenario): Promise<OutboundRow> {
   const { workers: count, concurrency, limit, windowMs, changeAtMs, durationMs, tokens } = scenario
   // The requests-and-tokens upstream keeps its requests quota: its tokens quota is the one that drops.
@@ -154,15 +143,10 @@ async function measure(row: Row, redisUrl: string, scenario: OutboundScenario): 
     }
     for (const child of workers) child.send(config)
     await Promise.all(ready)
-    const done = workers.map((child) => reply<OutboundWorkerReport>(child))
-    const startAt = Date.now() + 300
-    upstream.start(startAt, durationMs)
-    for (const child of workers) child.send({ startAt, durationMs })
-    const reports = await Promise.all(done)
-    const errors: Record<string, number> = {}
-    for (const report of reports) {
-      for (const [message, times] of Object.entries(report.errors)) errors[message] = (errors[message] ?? 0) + times
-    }
+    const { reports, errors } = await runWorkers<OutboundWorkerReport>(workers, (startAt) => {
+      upstream.start(startAt, durationMs)
+      return { startAt, durationMs }
+    })
     const counts = upstream.counts()
     return {
       id: row.id,
