@@ -32,7 +32,7 @@ module.exports = {
     'test/core/limiter/policy-registry.test.ts',
     'test/core/limiter/priority-classes.test.ts',
     'test/core/limiter/receipts.test.ts',
-    'test/core/limiter/slot-waits.test.ts',
+    'test/core/limiter/key-waits.test.ts',
     'test/core/limiter/store-caller.test.ts',
     'test/core/lua/lean-lua.test.ts',
     'test/core/lua/lua-constants.test.ts',

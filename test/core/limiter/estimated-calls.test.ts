@@ -156,6 +156,30 @@ describe("estimated costs: cost: 'estimate', settled after (limiter/estimated-ca
         expect(await used(limiter, 't', 100)).to.equal(70)
       })
 
+      it('a settle wakes a waiter that has its own limit and an in-flight policy beside it', async () => {
+        const limiter = limiterOf({
+          policies: [
+            definePolicy({ name: 'tpm', limit: 1_000, window: '1h' }),
+            definePolicy({ name: 'parallel', concurrency: 5 }),
+          ],
+          estimate: { initial: 60, policy: 'tpm' },
+        })
+        const plan = { limit: { tpm: 100 } }
+        const first = await limiter.consume('t', { cost: 'estimate', ...plan })
+        let admitted = false
+        const waiting = limiter.acquire('t', { cost: 'estimate', maxWaitMs: '2h', ...plan }).then((decision) => {
+          admitted = true
+          return decision
+        })
+        await limiter.peek('t')
+        await limiter.peek('t')
+        expect(admitted).to.equal(false)
+        expect(await limiter.settle(first, { cost: { tpm: 10 } })).to.include({ outcome: 'settled' })
+        expect(await waiting).to.include({ allowed: true, reserved: 60 })
+        const tpm = (await limiter.peek('t', plan)).policies?.find((d) => d.policy === 'tpm')
+        expect(tpm?.remaining, 'tpm: 10 settled, 60 reserved').to.equal(30)
+      })
+
       it('refunds and releases an estimated decision as any other', async () => {
         const limiter = limiterOf({
           policies: [

@@ -1,16 +1,16 @@
 import { expect } from 'chai'
 import type { Window } from '../../../packages/core/src/limiter/degraded.js'
+import { createKeyWaits } from '../../../packages/core/src/limiter/key-waits.js'
 import { definePolicy } from '../../../packages/core/src/limiter/policy.js'
-import { createSlotWaits } from '../../../packages/core/src/limiter/slot-waits.js'
 
 const inFlight = definePolicy({ name: 'jobs', concurrency: 2 })
 const windowed = definePolicy({ name: 'api', limit: 10, window: '1s' })
 const slotWindow = (key: string): Window => ({ policy: inFlight, key, limit: 2 })
 
-describe('createSlotWaits', () => {
+describe('createKeyWaits', () => {
   it('wakes exactly the queues that wait on a freed slot key', () => {
     const woken: string[] = []
-    const waits = createSlotWaits((queue) => woken.push(queue))
+    const waits = createKeyWaits((queue) => woken.push(queue))
     waits.add('q1', [slotWindow('s1'), { policy: windowed, key: 'w1', limit: 10 }])
     waits.add('q2', [slotWindow('s1'), slotWindow('s2')])
     waits.add('q3', [{ policy: windowed, key: 'w1', limit: 10 }])
@@ -22,7 +22,7 @@ describe('createSlotWaits', () => {
 
   it('wakes every waiting queue when messages may have been missed', () => {
     const woken: string[] = []
-    const waits = createSlotWaits((queue) => woken.push(queue))
+    const waits = createKeyWaits((queue) => woken.push(queue))
     waits.add('q1', [slotWindow('s1')])
     waits.add('q2', [slotWindow('s2')])
     waits.freed(undefined)
@@ -31,7 +31,7 @@ describe('createSlotWaits', () => {
 
   it('a forgotten queue is woken no more; adding a queue twice keeps its first keys', () => {
     const woken: string[] = []
-    const waits = createSlotWaits((queue) => woken.push(queue))
+    const waits = createKeyWaits((queue) => woken.push(queue))
     waits.add('q1', [slotWindow('s1')])
     waits.add('q1', [slotWindow('s2')])
     waits.freed(['s2'])
@@ -41,5 +41,18 @@ describe('createSlotWaits', () => {
     waits.freed(['s1'])
     waits.freed(undefined)
     expect(woken).to.deep.equal([])
+  })
+
+  it('wakes every queue that waits on a key units were given back on, once each, slot keys or not', () => {
+    const woken: string[] = []
+    const waits = createKeyWaits((queue) => woken.push(queue))
+    waits.add('q1', [slotWindow('s1'), { policy: windowed, key: 'w1', limit: 10 }])
+    waits.add('q2', [{ policy: windowed, key: 'w1', limit: 10 }])
+    waits.add('q3', [{ policy: windowed, key: 'w2', limit: 10 }])
+    waits.given(['w1', 's1'])
+    expect(woken).to.deep.equal(['q1', 'q2'])
+    waits.forget('q2')
+    waits.given(['w1'])
+    expect(woken).to.deep.equal(['q1', 'q2', 'q1'])
   })
 })

@@ -61,6 +61,8 @@ export interface AfterCallDeps {
   refunded(receipt: Receipt): Promise<boolean>
   /** Slots were freed on these keys by this process. */
   freed(keys: readonly string[]): void
+  /** Units were given back on these keys by this process (a settle below the admitted cost). */
+  given(keys: readonly string[]): void
 }
 
 interface Settled extends Asked<SettleResult> {
@@ -227,7 +229,12 @@ export function createAfterCall(deps: AfterCallDeps) {
         : deps
             .ask(key, (deadline) => send(requests, id, deadline))
             .then(
-              (result) => resultOf(receipt, result),
+              (result) => {
+                // This process's waiters on those windows would otherwise sleep out the wait they were told.
+                const given = requests.filter((r) => r.delta < 0).map((r) => r.key)
+                if (result.outcome === 'settled' && given.length > 0) deps.given(given)
+                return resultOf(receipt, result)
+              },
               (error: unknown) => {
                 throw deps.failure(error, key)
               },

@@ -1,7 +1,7 @@
 // `cost: 'estimate'`: a call reserves its key's estimated cost (cost-estimates.ts), and each settle teaches it.
 import { isFleetlimitError, OptionError } from '../common/errors.js'
 import { isPlainObject } from '../common/validate.js'
-import { type Receipt, type SettleOptions, type SettleResult, unitsOf } from './after-call.js'
+import type { Receipt, SettleOptions, SettleResult } from './after-call.js'
 import { type CallPlan, type CallPlans, newPlan } from './call-plans.js'
 import { CostEstimates } from './cost-estimates.js'
 import type { Decision } from './decision.js'
@@ -17,14 +17,12 @@ export interface EstimatedCallsDeps {
   /** What the limiter stamps receipts with (see Receipted). */
   readonly owner: object
   receiptOf(decision: unknown): Receipt | undefined
-  /** Room may have been given back to the acquire queue `queueKey` waits on (AcquireQueue.wake). */
-  wake(queueKey: string): void
 }
 
 /**
- * The estimated calls of one limiter, and what a settle teaches: the key's estimate, and this process's waiters on
- * the key that units came back. The estimate of a key is this process's: learned from the settles made through
- * this limiter, per store key of the estimated policy's window (so per tenant, route and policy).
+ * The estimated calls of one limiter, and what a settle teaches them. The estimate of a key is this process's:
+ * learned from the settles made through this limiter, per store key of the estimated policy's window (so per
+ * tenant, route and policy).
  */
 export function createEstimatedCalls(deps: EstimatedCallsDeps) {
   const { plans } = deps
@@ -84,30 +82,6 @@ export function createEstimatedCalls(deps: EstimatedCallsDeps) {
     estimates.add(request.key, units)
   }
 
-  /**
-   * A settle that gave units back wakes this process's acquire queues on the receipt's windows, which would
-   * otherwise sleep until the wait their last denial reported (other processes' queues still do).
-   */
-  function wakeIfFreed(receipt: Receipt, options: SettleOptions | undefined, result: SettleResult): void {
-    if (result.outcome !== 'settled') return
-    const cost: unknown = options?.cost
-    const names = receipt.names ?? []
-    const freed = receipt.requests.some((_, i) => {
-      const name = names[i] as string
-      const units =
-        typeof cost === 'number' ? cost : isPlainObject(cost) && Object.hasOwn(cost, name) ? cost[name] : undefined
-      return typeof units === 'number' && units < unitsOf(receipt, i)
-    })
-    if (!freed) return
-    // The queues a call of these windows waits in: by its windows, with its call's limits, and in transit.
-    const { id } = receipt
-    const ids = receipt.limits ? [id, `${id}#${receipt.limits.join(',')}`] : [id]
-    for (const queueKey of ids) {
-      deps.wake(queueKey)
-      deps.wake(`${queueKey}#transit`)
-    }
-  }
-
   return {
     planOf,
     /** A call's decision: with `reserved` (the estimated policy's cost in its plan) for `cost: 'estimate'`. */
@@ -118,8 +92,7 @@ export function createEstimatedCalls(deps: EstimatedCallsDeps) {
     },
     /**
      * Settles through `send` (the limiter's settle), and teaches the estimate the true cost: once the store
-     * answered, or failed (the cost is known all the same), never from a cost the settle refused. Units given
-     * back wake this process's waiters on the key.
+     * answered, or failed (the cost is known all the same), never from a cost the settle refused.
      */
     settle(
       decision: Decision,
@@ -132,7 +105,6 @@ export function createEstimatedCalls(deps: EstimatedCallsDeps) {
       return sent.then(
         (result) => {
           learn(receipt, options)
-          wakeIfFreed(receipt, options, result)
           return result
         },
         (error: unknown) => {

@@ -9,6 +9,7 @@ import { createDecide } from './decide.js'
 import type { Decision } from './decision.js'
 import { createDegradedMode, type Window } from './degraded.js'
 import { createEstimatedCalls } from './estimated-calls.js'
+import { createKeyWaits } from './key-waits.js'
 import type { KeyInput } from './keys.js'
 import { createLearning } from './learned-limits.js'
 import { resolveLimiterOptions } from './limiter-options.js'
@@ -20,7 +21,6 @@ import { MAX_HOLD_MS, type Policy } from './policy.js'
 import { createClassHolds } from './priorities.js'
 import { Receipted } from './receipts.js'
 import { createRefunds } from './refunds.js'
-import { createSlotWaits } from './slot-waits.js'
 import { createStoreCaller } from './store-caller.js'
 
 /** The tenant ready() peeks at: a peek records nothing, so any key would do. */
@@ -78,7 +78,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // object (see Receipted): a refund through another limiter finds none.
   const owner = {}
   const receiptOf = (decision: unknown) => Receipted.of<Receipt>(decision, owner)
-  const estimated = createEstimatedCalls({ config, plans, owner, receiptOf, wake: (key) => acquireQueue.wake(key) })
+  const estimated = createEstimatedCalls({ config, plans, owner, receiptOf })
   // A memory store decides at once: a call that no lease can serve is decided without a promise in between.
   const leases = tier !== undefined && leasable && local?.lease !== false
   const pipeline = createDecide({
@@ -123,12 +123,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     {
       maxQueue: config.maxQueue,
       refund: refundUnused,
-      // Only a limiter with in-flight policies has slot keys to wait on.
-      ...(slotPolicies.length > 0 && {
-        firmWait: rateWait,
-        onStart: (queueKey: string, { plan }: { plan: CallPlan }) => slotWaits.add(queueKey, plan.windows),
-        onIdle: (queueKey: string) => slotWaits.forget(queueKey),
-      }),
+      onStart: (queueKey: string, { plan }: { plan: CallPlan }) => keyWaits.add(queueKey, plan.windows),
+      onIdle: (queueKey: string) => keyWaits.forget(queueKey),
+      // Only a limiter with in-flight policies has slots, whose release may come before their wait ends.
+      ...(slotPolicies.length > 0 && { firmWait: rateWait }),
       ...(policies.some((p) => p.priorities) && { onDenied: createClassHolds(store, (w, send) => askStore(w, send)) }),
     },
   )
@@ -142,13 +140,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return wait
   }
 
-  // Queues of this process that wait on slot keys: a slot freed on one (a release here, or the store's message of
-  // one anywhere) wakes them, so that a freed slot is taken within a round trip, with no polling.
-  const slotWaits = createSlotWaits(acquireQueue.wake)
+  // Queues of this process by the keys they wait on: a slot freed on one (a release here, or the store's message of
+  // one anywhere), or units a settle gave back, wake them, so that the room is taken within a round trip, with no
+  // polling.
+  const keyWaits = createKeyWaits(acquireQueue.wake)
   if (slotPolicies.length > 0) {
-    store.onSlotFree?.(slotWaits.freed)
+    store.onSlotFree?.(keyWaits.freed)
     // A reset frees every slot of its key.
-    store.onKeyChange?.(slotWaits.freed)
+    store.onKeyChange?.(keyWaits.freed)
   }
 
   const afterCall = createAfterCall({
@@ -157,7 +156,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     failure: (error, key) => caller.failure(error, key),
     receiptOf,
     refunded: refunds.refunded,
-    freed: slotWaits.freed,
+    freed: keyWaits.freed,
+    given: keyWaits.given,
   })
 
   /** Asks the store something other than a decision, bounded like one; a failure rejects with its StoreError. */
@@ -209,7 +209,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await Promise.all(windows.map(({ key }) => degraded.reset(key)))
       // Bounded like every store call: during an outage it rejects at once (or at its deadline), never waits.
       await askStore(windows, () => Promise.all(plans.storeKeysOf(key).map((k) => store.reset(k))))
-      slotWaits.freed(windows.map((w) => w.key))
+      keyWaits.freed(windows.map((w) => w.key))
     },
     refund: refunds.refund,
     release: (decision) => afterCall.release(decision),
