@@ -3,7 +3,7 @@
 // fixed seeded sequence of 20-200 ms (so every limiter gets the same work). The upstream enforces the fleet's
 // limits (calls in flight, calls per window) and measures what arrived; a task answered 429 waits Retry-After
 // and calls again through the limiter. Used by the bench's in-flight part and by tests.
-import { type ChildProcess, fork } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startUpstream, type UpstreamStats } from '../examples/llm-gateway/upstream.js'

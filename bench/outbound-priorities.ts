@@ -1,7 +1,7 @@
 // Outbound part, priorities: one upstream quota shared by two classes. Worker processes keep the batch class
 // saturating it; interactive calls arrive now and then from two of them. One row for fleetlimit's priority classes
 // (interactive 70 %, batch 30 %), one for Bottleneck's per-process `priority` on its Redis clustering.
-import { type ChildProcess, fork } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'

@@ -1,7 +1,7 @@
 // The outbound part's LLM-shaped workload: worker processes share a tokens-per-window quota whose calls' costs are
 // known only from the answers (a skewed distribution, settled after the call). One row per way of reserving a call's
 // tokens, and Bottleneck's nearest equivalent; the upstream counts every window of arrivals.
-import { type ChildProcess, fork } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startTokenUpstream, type TokenCounts } from './outbound-tokens-upstream.js'

@@ -2,7 +2,7 @@
 // configured 3x above the upstream's quota, which drops mid-run; the upstream counts what reaches it. One row per
 // adapt mode, and Bottleneck's nearest equivalent on its Redis clustering. A second table: an LLM API's requests
 // and tokens quotas, whose tokens quota drops mid-run, against a limiter of two policies.
-import { type ChildProcess, fork } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
