@@ -1,6 +1,3 @@
-import { once } from 'node:events'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import {
   type AcquireOptions,
   createRateLimiter,
@@ -11,29 +8,11 @@ import {
 } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { type LimitedFetchOptions, limitedFetch } from '../../../packages/core/src/outbound/limited-fetch.js'
+import { startHttpStub } from '../../support/http-stub.js'
 
 // A caller aborting its own limitedFetch call, at each point of the call, with and without `settle`: the call
 // (or its body) rejects with the abort reason, nothing reaches the process as an unhandled rejection, and no slot
 // or unit is left behind.
-
-/** A real HTTP upstream on 127.0.0.1: its n-th request (from 1) is handled by `handle(n, res)`. */
-async function startStub(handle: (n: number, res: ServerResponse, req: IncomingMessage) => void) {
-  let received = 0
-  const server = createServer((req, res) => {
-    req.resume()
-    handle(++received, res, req)
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received: () => received,
-    async close() {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-    },
-  }
-}
 
 /** Rejections no one handled, while the test runs (each one an exit, in production). */
 function watchRejections() {
@@ -99,7 +78,7 @@ function watchedLimiter(chosen = policies) {
 }
 
 describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)', () => {
-  let stub: Awaited<ReturnType<typeof startStub>> | undefined
+  let stub: Awaited<ReturnType<typeof startHttpStub>> | undefined
   let watch: ReturnType<typeof watchRejections> | undefined
   beforeEach(() => {
     watch = watchRejections()
@@ -127,7 +106,7 @@ describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)'
     const label = withSettle ? 'with settle' : 'without settle'
 
     it(`${label}: aborted while a 429 pauses the key, rejects with the reason; the 429's units are settled`, async () => {
-      stub = await startStub((_, res) => res.writeHead(429, { 'retry-after': '20' }).end('slow down'))
+      stub = await startHttpStub((_n, _req, res) => res.writeHead(429, { 'retry-after': '20' }).end('slow down'))
       const { wrapper, made, remaining } = watchedLimiter()
       const errors: unknown[] = []
       const stop = new AbortController()
@@ -147,7 +126,7 @@ describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)'
 
     it(`${label}: aborted before the headers arrive, rejects with the reason; the units stay, the slot is freed`, async () => {
       let answered = 0
-      stub = await startStub(() => answered++)
+      stub = await startHttpStub(() => answered++)
       const { wrapper, calls, remaining } = watchedLimiter()
       const errors: unknown[] = []
       const stop = new AbortController()
@@ -164,7 +143,7 @@ describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)'
     })
 
     it(`${label}: aborted while the body streams, the body rejects with the reason; the slot is freed`, async () => {
-      stub = await startStub((_, res) => res.writeHead(200).write('{"usage":'))
+      stub = await startHttpStub((_n, _req, res) => res.writeHead(200).write('{"usage":'))
       const { wrapper, made, remaining } = watchedLimiter()
       const errors: unknown[] = []
       const stop = new AbortController()
@@ -182,7 +161,7 @@ describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)'
     })
 
     it(`${label}: aborted after the headers, before the body is read: the body rejects with the reason`, async () => {
-      stub = await startStub((_, res) => res.writeHead(200).write('{"usage":'))
+      stub = await startHttpStub((_n, _req, res) => res.writeHead(200).write('{"usage":'))
       const { wrapper, calls, made, remaining } = watchedLimiter()
       const errors: unknown[] = []
       const stop = new AbortController()
@@ -199,7 +178,7 @@ describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)'
     })
 
     it(`${label}: aborted after the body was read, changes nothing: settled, the slot freed`, async () => {
-      stub = await startStub((_, res) => res.end(usage(137)))
+      stub = await startHttpStub((_n, _req, res) => res.end(usage(137)))
       const { wrapper, made, remaining } = watchedLimiter()
       const errors: unknown[] = []
       const stop = new AbortController()
@@ -214,7 +193,7 @@ describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)'
   }
 
   it('with settle and no in-flight policy: aborted during a 429’s pause, rejects with the reason', async () => {
-    stub = await startStub((_, res) => res.writeHead(429, { 'retry-after': '20' }).end('slow down'))
+    stub = await startHttpStub((_n, _req, res) => res.writeHead(429, { 'retry-after': '20' }).end('slow down'))
     const { wrapper, made, remaining } = watchedLimiter(policies.slice(0, 2))
     const errors: unknown[] = []
     const stop = new AbortController()
@@ -229,7 +208,7 @@ describe('limitedFetch aborted by its caller (memory store, real HTTP upstream)'
   })
 
   it('with settle and no in-flight policy: settled from the headers, aborted before the body is read', async () => {
-    stub = await startStub((_, res) => res.writeHead(200, { 'x-tokens': '7' }).write('{"usage":'))
+    stub = await startHttpStub((_n, _req, res) => res.writeHead(200, { 'x-tokens': '7' }).write('{"usage":'))
     const { wrapper, remaining } = watchedLimiter(policies.slice(0, 2))
     const errors: unknown[] = []
     const settle = (response: Response) => ({ tpm: Number(response.headers.get('x-tokens')) })

@@ -1,30 +1,9 @@
-import { once } from 'node:events'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { createRateLimiter, type Decision, definePolicy, memoryStore, type RateLimiter } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { limitedFetch } from '../../../packages/core/src/outbound/limited-fetch.js'
+import { startHttpStub } from '../../support/http-stub.js'
 
 type ReleaseResult = Awaited<ReturnType<RateLimiter['release']>>
-
-/** A real HTTP upstream on 127.0.0.1: its n-th request (from 1) is handled by `handle(n, req, res)`. */
-async function startStub(handle: (n: number, req: IncomingMessage, res: ServerResponse) => void) {
-  let received = 0
-  const server = createServer((req, res) => {
-    req.resume()
-    handle(++received, req, res)
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received: () => received,
-    async close() {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-    },
-  }
-}
 
 const usage = (tokens: number) => JSON.stringify({ usage: { total_tokens: tokens } })
 const tokensOf = async (response: Response) =>
@@ -38,7 +17,7 @@ const policies = [
 ]
 
 describe('limitedFetch with an in-flight policy and settle (memory store, real HTTP upstream)', () => {
-  let stub: Awaited<ReturnType<typeof startStub>> | undefined
+  let stub: Awaited<ReturnType<typeof startHttpStub>> | undefined
   afterEach(async () => {
     await stub?.close()
     stub = undefined
@@ -75,7 +54,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   }
 
   it('holds the slot until the caller has read the body to its end, then gives it back', async () => {
-    stub = await startStub((_, __, res) => res.end('the answer'))
+    stub = await startHttpStub((_, __, res) => res.end('the answer'))
     const { wrapper, releases, release, remaining } = limiterWithReleases()
     const response = await limitedFetch(wrapper, { key: 'llm' })(stub.url)
     expect(await remaining()).to.deep.equal({ rpm: 99, tpm: 9_999, parallel: 0 })
@@ -87,7 +66,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
 
   it('gives the slot back when the caller cancels the body, while the upstream is still sending it', async () => {
     let finish: () => void = () => {}
-    stub = await startStub((_, __, res) => {
+    stub = await startHttpStub((_, __, res) => {
       res.write('the first part')
       finish = () => res.end()
     })
@@ -103,7 +82,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   })
 
   it('gives the slot back before rejecting when the fetch throws (the connection dropped)', async () => {
-    stub = await startStub((_, req) => req.socket.destroy())
+    stub = await startHttpStub((_, req) => req.socket.destroy())
     const { wrapper, releases, remaining } = limiterWithReleases()
     const error = await limitedFetch(wrapper, { key: 'llm' })(stub.url).catch((e: unknown) => e)
     expect(error).to.be.instanceOf(TypeError)
@@ -113,7 +92,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   })
 
   it('gives a retried 429’s slot back before the retry, which takes the one slot again', async () => {
-    stub = await startStub((n, _, res) => {
+    stub = await startHttpStub((n, _, res) => {
       if (n === 1) res.writeHead(429, { 'retry-after': '0' }).end('slow down')
       else res.end('done')
     })
@@ -129,7 +108,9 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   })
 
   it('settles the tokens to the usage in the body, which the caller still reads whole', async () => {
-    stub = await startStub((_, __, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(usage(137)))
+    stub = await startHttpStub((_, __, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(usage(137)),
+    )
     const { wrapper, release, remaining } = limiterWithReleases()
     const seen: number[] = []
     const llm = limitedFetch(wrapper, {
@@ -151,7 +132,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
 
   it('hands a streamed answer over at once: the settle reads its copy as the caller reads the original', async () => {
     let finish: () => void = () => {}
-    stub = await startStub((_, __, res) => {
+    stub = await startHttpStub((_, __, res) => {
       res.write('{"usage":')
       finish = () => res.end('{"total_tokens":20}}')
     })
@@ -176,7 +157,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   })
 
   it('settles up when the call cost more than its estimate: later calls wait for the extra', async () => {
-    stub = await startStub((_, __, res) => res.end(usage(9_800)))
+    stub = await startHttpStub((_, __, res) => res.end(usage(9_800)))
     const { wrapper, release, remaining } = limiterWithReleases()
     const llm = limitedFetch(wrapper, {
       key: 'llm',
@@ -191,7 +172,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   })
 
   it('keeps the estimate and still frees the slot when settle throws; the error goes to onSettleError', async () => {
-    stub = await startStub((_, __, res) => res.writeHead(500).end('upstream broke'))
+    stub = await startHttpStub((_, __, res) => res.writeHead(500).end('upstream broke'))
     const { wrapper, release, remaining } = limiterWithReleases()
     const errors: unknown[] = []
     const llm = limitedFetch(wrapper, {
@@ -209,7 +190,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   })
 
   it('works with a limiter of one in-flight policy, which takes no transit', async () => {
-    stub = await startStub((_, __, res) => res.end('ok'))
+    stub = await startHttpStub((_, __, res) => res.end('ok'))
     const limiter = createRateLimiter({ store: memoryStore(), concurrency: 1 })
     const upstream = limitedFetch(limiter, { key: 'llm', maxWaitMs: '5s' })
     // The second call is admitted once the first one's body is read: a slot lives 60 s.
@@ -218,7 +199,7 @@ describe('limitedFetch with an in-flight policy and settle (memory store, real H
   })
 
   it('reports a cost the limiter refuses (a negative number) the same way, and keeps the estimate', async () => {
-    stub = await startStub((_, __, res) => res.end(usage(-5)))
+    stub = await startHttpStub((_, __, res) => res.end(usage(-5)))
     const { wrapper, release, remaining } = limiterWithReleases()
     const errors: unknown[] = []
     const llm = limitedFetch(wrapper, {
