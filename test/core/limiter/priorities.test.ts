@@ -1,6 +1,14 @@
-import { createRateLimiter, type Decision, memoryStore, type Store } from '@fleetlimit/core'
+import {
+  createRateLimiter,
+  type Decision,
+  isFleetlimitError,
+  memoryStore,
+  redisStore,
+  type Store,
+} from '@fleetlimit/core'
 import { expect } from 'chai'
 import type { HoldRequest } from '../../../packages/core/src/store/store.js'
+import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { closeStoreClients, storeKinds } from '../../support/stores.js'
 
 const classes = [
@@ -132,6 +140,36 @@ describe('priority classes: shares held fleet-wide while a higher class waits', 
       })
     })
   }
+
+  it('a share key of the wrong type on Redis fails its own tenant’s calls alone, not another tenant’s', async () => {
+    const redis = redisClient()
+    try {
+      const prefix = uniquePrefix()
+      const limiter = createRateLimiter({
+        store: redisStore(redis, { prefix }),
+        limit: 10,
+        window: '1m',
+        priorities: classes,
+      })
+      await limiter.consume('spoiled', { priority: 'batch' })
+      const [shareKey] = await redis.keys(`${prefix}:*~p-batch*`)
+      expect(shareKey, 'the batch share key of tenant spoiled').to.be.a('string')
+      await redis.del(shareKey as string)
+      await redis.lpush(shareKey as string, 'not a log')
+      const outcomes = await Promise.all(
+        ['spoiled', 'fine', 'spoiled', 'fine'].map((tenant) =>
+          limiter.consume(tenant, { priority: 'batch' }).then(
+            (d) => `${tenant} ${d.allowed ? 'admitted' : 'denied'}`,
+            (error: unknown) => `${tenant} ${isFleetlimitError(error, 'ERR_FLEETLIMIT_STORE') ? 'store error' : error}`,
+          ),
+        ),
+      )
+      expect(outcomes).to.deep.equal(['spoiled store error', 'fine admitted', 'spoiled store error', 'fine admitted'])
+      expect(limiter.breakerState).to.equal('closed')
+    } finally {
+      await redis.quit()
+    }
+  })
 
   it('a peek of a class reports its answer; a refund and a reset take back its share units too (memory store, injected clock)', async () => {
     let now = 0
