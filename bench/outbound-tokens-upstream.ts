@@ -74,9 +74,11 @@ function slidingSum(windowMs: number) {
   }
 }
 
-export async function startTokenUpstream(options: TokenUpstreamOptions) {
-  const { windowMs, limit } = options
-  const completion = seededLognormal(options.seed, options.medianTokens, options.sigma, options.maxTokens)
+/**
+ * The upstream's counts of a run: each call's tokens at its arrival, in a sliding window of arrivals. Times are in
+ * any one unit (`windowMs` and every time alike), so the ideal scheduler's virtual time counts the same way.
+ */
+export function countArrivals(windowMs: number, limit: number) {
   let startAt = Number.POSITIVE_INFINITY
   let endAt = Number.POSITIVE_INFINITY
   let measureFrom = Number.POSITIVE_INFINITY
@@ -86,36 +88,24 @@ export async function startTokenUpstream(options: TokenUpstreamOptions) {
   let servedTokens = 0
   let measuredTokens = 0
   let peak = 0
-
-  const server = createServer((req, res) => {
-    req.resume()
-    const now = performance.now()
-    const answer = (total: number) =>
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ usage: { total_tokens: total } }))
-    // Outside the run (the workers' warm-up), a call is answered and counted nowhere.
-    if (now < startAt || now >= endAt) return answer(0)
-    const prompt = Number(req.headers['x-prompt-tokens'] ?? 0)
-    const output = completion()
-    const total = prompt + output
-    requests++
-    window.add(now, total)
-    const held = window.at(now)
-    peak = Math.max(peak, held)
-    if (held > limit) refused++
-    servedTokens += total
-    if (now >= measureFrom) measuredTokens += total
-    setTimeout(() => answer(total), options.baseMs + output * options.msPerToken)
-  })
-  server.keepAliveTimeout = 60_000
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`,
-    /** Counts from `at` (epoch ms) for `durationMs`; usage is measured after `warmUpMs` of that. */
+    /** Counts from `at` for `durationMs`; usage is measured after `warmUpMs` of that. */
     start(at: number, durationMs: number, warmUpMs: number) {
-      startAt = performance.now() + (at - Date.now())
-      endAt = startAt + durationMs
-      measureFrom = startAt + warmUpMs
+      startAt = at
+      endAt = at + durationMs
+      measureFrom = at + warmUpMs
+    },
+    /** Whether an arrival at `now` is within the run (one outside it is counted nowhere). */
+    counting: (now: number) => now >= startAt && now < endAt,
+    /** Counts an arrival of `tokens` at `now`, a time within the run and no earlier than the last one. */
+    add(now: number, tokens: number) {
+      requests++
+      window.add(now, tokens)
+      const held = window.at(now)
+      peak = Math.max(peak, held)
+      if (held > limit) refused++
+      servedTokens += tokens
+      if (now >= measureFrom) measuredTokens += tokens
     },
     counts(): TokenCounts {
       const measuredWindows = (endAt - measureFrom) / windowMs
@@ -127,6 +117,37 @@ export async function startTokenUpstream(options: TokenUpstreamOptions) {
         meanCost: requests === 0 ? 0 : servedTokens / requests,
       }
     },
+  }
+}
+
+export async function startTokenUpstream(options: TokenUpstreamOptions) {
+  const { windowMs, limit } = options
+  const completion = seededLognormal(options.seed, options.medianTokens, options.sigma, options.maxTokens)
+  const arrivals = countArrivals(windowMs, limit)
+
+  const server = createServer((req, res) => {
+    req.resume()
+    const now = performance.now()
+    const answer = (total: number) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ usage: { total_tokens: total } }))
+    // Outside the run (the workers' warm-up), a call is answered and counted nowhere.
+    if (!arrivals.counting(now)) return answer(0)
+    const prompt = Number(req.headers['x-prompt-tokens'] ?? 0)
+    const output = completion()
+    const total = prompt + output
+    arrivals.add(now, total)
+    setTimeout(() => answer(total), options.baseMs + output * options.msPerToken)
+  })
+  server.keepAliveTimeout = 60_000
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`,
+    /** Counts from `at` (epoch ms) for `durationMs`; usage is measured after `warmUpMs` of that. */
+    start(at: number, durationMs: number, warmUpMs: number) {
+      arrivals.start(performance.now() + (at - Date.now()), durationMs, warmUpMs)
+    },
+    counts: (): TokenCounts => arrivals.counts(),
     async close() {
       server.closeAllConnections()
       await new Promise((resolve) => server.close(resolve))

@@ -1,9 +1,13 @@
 // The outbound part's LLM-shaped workload: worker processes share a tokens-per-window quota whose calls' costs are
 // known only from the answers (a skewed distribution, settled after the call). One row per way of reserving a call's
-// tokens, and Bottleneck's nearest equivalent; the upstream counts every window of arrivals.
+// tokens, and Bottleneck's nearest equivalent; the upstream counts every window of arrivals. Beside them, the same
+// calls under an ideal scheduler in virtual time (outbound-tokens-ideal.ts). After `pnpm build`,
+// `tsx bench/outbound-tokens.ts [row id...]` runs this table alone, on the built code as `pnpm bench` does.
 import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
+import { startRedisServer } from '@fleetlimit/test-kit/redis-server'
+import { type IdealOrder, idealSpread, simulateIdeal } from './outbound-tokens-ideal.js'
 import { startTokenUpstream, type TokenCounts } from './outbound-tokens-upstream.js'
 import type { TokenRowKind, TokenWorkerConfig, TokenWorkerReport } from './outbound-tokens-worker.js'
 import { reply, runWorkers } from './worker-fleet.js'
@@ -57,8 +61,23 @@ const ROWS: readonly Row[] = [
   { id: 'bottleneck', name: 'Bottleneck 2.19.5 (Redis clustering, weight = the p90 estimate; cannot settle)' },
 ]
 
+export type IdealRowKind = 'ideal-fifo' | 'ideal-first-fit'
+
+const IDEAL_ROWS: readonly { readonly id: IdealRowKind; readonly name: string; readonly order: IdealOrder }[] = [
+  { id: 'ideal-fifo', name: 'ideal scheduler: bound reserved, zero latency, virtual time (FIFO)', order: 'fifo' },
+  {
+    id: 'ideal-first-fit',
+    name: 'ideal scheduler: bound reserved, zero latency, virtual time (any waiting call that fits)',
+    order: 'first-fit',
+  },
+]
+
+/** The ideal scheduler's longer runs, below the table: this many seeds from the scenario's, each this long. */
+const IDEAL_SEEDS = 10
+const IDEAL_LONG_MS = 60_000
+
 export interface TokenRow extends TokenCounts {
-  readonly id: TokenRowKind
+  readonly id: TokenRowKind | IdealRowKind
   readonly name: string
   readonly calls: number
   /** Units reserved and settled over every admitted call; undefined for Bottleneck, which does not settle. */
@@ -141,16 +160,38 @@ async function measure(row: Row, redisUrl: string, scenario: TokenScenario): Pro
   }
 }
 
+const IDEAL_ORDER_NAMES: Record<IdealOrder, string> = {
+  fifo: 'FIFO',
+  'first-fit': 'any waiting call that fits',
+  'smallest-first': 'the smallest waiting bound first',
+}
+
+const range = ({ min, max }: { readonly min: number; readonly max: number }) =>
+  `${(min * 100).toFixed(1)} to ${(max * 100).toFixed(1)} %`
 const percent = (ratio: number | undefined) => (ratio === undefined ? '—' : `${(ratio * 100).toFixed(1)} %`)
 const units = (value: number | undefined) => (value === undefined ? '—' : value.toFixed(0))
 
-/** Runs every row on the Redis at `redisUrl`: the rows and their table. */
+/** The ideal scheduler's row: the scenario in virtual time, in process. */
+function idealRow(row: (typeof IDEAL_ROWS)[number], scenario: TokenScenario): TokenRow {
+  const { excessPerAdmission, latestExcessShare, ...result } = simulateIdeal(scenario, { order: row.order })
+  return { id: row.id, name: row.name, ...result, errors: {} }
+}
+
+/**
+ * Runs every row (or those of `only`, by id) on the Redis at `redisUrl`: the rows, the ideal scheduler over longer
+ * runs, and their table.
+ */
 export async function outboundTokens(
   redisUrl: string,
   scenario: TokenScenario = TOKEN_SCENARIO,
-): Promise<{ rows: TokenRow[]; markdown: string }> {
+  only?: readonly string[],
+): Promise<{ rows: TokenRow[]; ideal: ReturnType<typeof idealSpread>; markdown: string }> {
   const rows: TokenRow[] = []
-  for (const row of ROWS) rows.push(await measure(row, redisUrl, scenario))
+  const wanted = (id: string) => only === undefined || only.includes(id)
+  for (const row of ROWS) if (wanted(row.id)) rows.push(await measure(row, redisUrl, scenario))
+  for (const row of IDEAL_ROWS) if (wanted(row.id)) rows.push(idealRow(row, scenario))
+  const seeds = Array.from({ length: IDEAL_SEEDS }, (_, i) => scenario.seed + i)
+  const ideal = idealSpread({ ...scenario, durationMs: IDEAL_LONG_MS }, seeds)
   const { workers, concurrency, limit, windowMs, durationMs, warmUpMs, prompt, completion } = scenario
   const errorsOf = (row: TokenRow) =>
     Object.entries(row.errors)
@@ -171,6 +212,14 @@ export async function outboundTokens(
     'true cost, on average, over the limit, a share a saturated fleet cannot use; below 0, what they held too',
     'little, which puts windows over. Ceiling: 100 % less that share and the transit margin.',
     '',
+    'The ideal scheduler rows run the same calls in virtual time, in process: the same seeds and draws, each loop',
+    'calling again the instant its answer comes, the same answer times. Each call reserves its bound (prompt +',
+    `max_tokens), counted for the window plus the same ${scenario.transitMs} ms transit margin; it is admitted with no latency the`,
+    'instant that bound fits in an exact sliding window (the oldest waiting call first, or any waiting call that',
+    "fits), and settles to its true cost the instant its answer comes. The upstream's counts are computed as above.",
+    'A limiter that keeps every window under the quota whatever each call turns out to cost has to leave room for',
+    "a call's whole bound at its admission: these rows measure what that rule leaves usable of this workload.",
+    '',
     '| limiter | calls | 429s | used | peak window / limit | mean reserved | mean true cost | held over true cost | ceiling | errors |',
     '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
@@ -180,6 +229,33 @@ export async function outboundTokens(
         `${percent(r.ceiling)} | ${errorsOf(r)} |`,
     ),
     '',
+    `The ideal scheduler over ${IDEAL_LONG_MS / 1000} s (the same warm-up), seeds ${seeds[0]} to ${seeds.at(-1)}, ` +
+      'used (and peak window / limit): ' +
+      ideal
+        .map(
+          (s) =>
+            `${IDEAL_ORDER_NAMES[s.order]} ${range(s.usedShare)} (${range(s.peakShare)})` +
+            (s.refused > 0 ? `, ${s.refused} 429s` : ''),
+        )
+        .join('; ') +
+      '.',
+    '',
   ].join('\n')
-  return { rows, markdown }
+  return { rows, ideal, markdown }
 }
+
+async function main() {
+  const server = await startRedisServer()
+  try {
+    const { markdown } = await outboundTokens(
+      server.url,
+      TOKEN_SCENARIO,
+      process.argv.length > 2 ? process.argv.slice(2) : undefined,
+    )
+    console.log(markdown)
+  } finally {
+    await server.stop()
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main()

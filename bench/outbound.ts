@@ -222,7 +222,7 @@ export async function outbound(
     rows,
     tokenRows,
     priorities: { scenario: priorities.scenario, rows: priorities.rows },
-    tokens: { scenario: tokenScenario, rows: tokens.rows },
+    tokens: { scenario: tokenScenario, rows: tokens.rows, ideal: tokens.ideal },
   }
   return { title: 'Outbound: learning the upstream’s quota', markdown, data }
 }

@@ -69,5 +69,6 @@ module.exports = {
     'test/docs/links.test.ts',
     'test/docs/readme-commands.test.ts',
     'test/examples/llm-gateway-upstream.test.ts',
+    'test/bench/outbound-tokens-ideal.test.ts',
   ],
 }

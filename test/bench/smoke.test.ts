@@ -199,7 +199,7 @@ describe('bench parts at a tiny size', () => {
     const { rows, priorities, tokens } = data as {
       rows: OutboundRow[]
       priorities: { rows: PrioritiesRow[] }
-      tokens: { rows: TokenRow[] }
+      tokens: { rows: TokenRow[]; ideal: { order: string }[] }
     }
     expect(priorities.rows.map((r) => r.id)).to.deep.equal(['fleetlimit', 'bottleneck'])
     for (const row of priorities.rows) {
@@ -221,7 +221,15 @@ describe('bench parts at a tiny size', () => {
       expect(row.errors, row.name).to.deep.equal({})
     }
     expect(markdown).to.include("fleetlimit, adapt: 'headers'")
-    expect(tokens.rows.map((r) => r.id)).to.deep.equal(['worst', 'bound', 'estimate', 'bottleneck'])
+    expect(tokens.rows.map((r) => r.id)).to.deep.equal([
+      'worst',
+      'bound',
+      'estimate',
+      'bottleneck',
+      'ideal-fifo',
+      'ideal-first-fit',
+    ])
+    expect(tokens.ideal.map((s) => s.order)).to.deep.equal(['fifo', 'first-fit', 'smallest-first'])
     for (const row of tokens.rows) {
       expect(row.requests, row.name).to.be.greaterThan(0)
       for (const value of [row.usedShare, row.peakShare, row.meanCost]) expectFinite(value, row.name)
