@@ -7,6 +7,7 @@ import { createRateLimiter, memoryStore } from '@fleetlimit/core'
 import { MemoryStore } from 'express-rate-limit'
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible'
 // Internal to core (not in its exports), so by path: the memory store's log, for the floor it sets.
+import { Receipted } from '../packages/core/src/limiter/receipts.js'
 import { SlidingLog } from '../packages/core/src/store/sliding-log.js'
 import type { PartResult } from './run.js'
 
@@ -73,7 +74,8 @@ const SUBJECTS: readonly Subject[] = [
 /**
  * Floors, measured in the same rounds: the least an in-process decision can cost here. A counter per key (an
  * async function, a Map lookup, a fresh answer object), and the same with the memory store's exact sliding log
- * in place of the counter (what the log's own bookkeeping adds).
+ * in place of the counter (what the log's own bookkeeping adds), and that log's answer made as a limiter's must be:
+ * the decision's public fields and a receipt that lets its limiter refund it (what an answer of ours adds).
  */
 const FLOORS: readonly Subject[] = [
   {
@@ -113,6 +115,46 @@ const FLOORS: readonly Subject[] = [
         const allowed = used + 1 <= limit
         if (allowed) log.add(now, 1)
         return log.result(now, limit, WINDOW_MS, 1, used, allowed).allowed
+      }
+    },
+  },
+  {
+    limiter: 'floor: refundable decision',
+    call: 'the same, answered as fleetlimit answers: a decision of its fields, a receipt in private fields, counters',
+    async create(limit, next) {
+      const plans = new Map<string, { readonly id: string; readonly log: SlidingLog }>()
+      const origin = performance.timeOrigin
+      const owner = {}
+      const counters = { decisions: 0, allowed: 0, denied: 0 }
+      return async () => {
+        const key = next()
+        let plan = plans.get(key)
+        if (plan === undefined) {
+          plan = { id: key, log: new SlidingLog() }
+          plans.set(key, plan)
+        }
+        const { log } = plan
+        const now = origin + performance.now()
+        const used = log.used(now, WINDOW_MS)
+        const allowed = used + 1 <= limit
+        const recorded = allowed ? log.add(now, 1) : 0
+        const result = log.result(now, limit, WINDOW_MS, 1, used, allowed)
+        const decision = {
+          allowed: result.allowed,
+          limit,
+          remaining: result.remaining,
+          retryAfterMs: result.retryAfterMs,
+          resetMs: result.resetMs,
+          source: 'store' as const,
+          policy: 'default',
+        }
+        counters.decisions++
+        if (allowed) {
+          counters.allowed++
+          // What a refund of it needs: the plan, the units and the time they were recorded at.
+          new Receipted(decision, { id: plan.id, units: 1, recorded }, owner)
+        } else counters.denied++
+        return decision.allowed
       }
     },
   },
@@ -221,8 +263,9 @@ function report(rows: readonly InProcessRow[], rounds: number, sliceMs: number):
     '',
     ...ALL.map((s) => `- ${s.limiter}: \`${s.call}\``),
     '',
-    'The two floors are no limiters: they show what the least work of a decision in this process costs on this ' +
-      'machine, with a counter and with an exact sliding log.',
+    'The floors are no limiters: they show what the least work of a decision in this process costs on this ' +
+      'machine, with a counter, with an exact sliding log, and with that log answering as fleetlimit must: a ' +
+      'plain decision object of its public fields, refundable by the limiter that made it.',
     '',
     `| load | in flight | ${ALL.map((s) => s.limiter).join(' | ')} |`,
     `|---|---|${ALL.map(() => '---|').join('')}`,

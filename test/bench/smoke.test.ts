@@ -165,9 +165,14 @@ describe('bench parts at a tiny size', () => {
     const rows = data as InProcessRow[]
     expect(rows.map((r) => `${r.load} ${r.inFlight} ${r.limiter}`)).to.deep.equal(
       ['admitted 1', 'admitted 100', 'denied 1', 'denied 100'].flatMap((cell) =>
-        ['fleetlimit', 'rate-limiter-flexible', 'express-rate-limit', 'floor: counter', 'floor: sliding log'].map(
-          (limiter) => `${cell} ${limiter}`,
-        ),
+        [
+          'fleetlimit',
+          'rate-limiter-flexible',
+          'express-rate-limit',
+          'floor: counter',
+          'floor: sliding log',
+          'floor: refundable decision',
+        ].map((limiter) => `${cell} ${limiter}`),
       ),
     )
     for (const row of rows) {
