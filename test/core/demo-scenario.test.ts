@@ -1,9 +1,9 @@
 import { expect } from 'chai'
 import { acquireBurst } from '../../examples/demo/acquire-burst.js'
-import { closeStoreClients, storeKinds } from '../support/stores.js'
+import { storeKinds, useStoreClients } from '../support/stores.js'
 
 describe('the demo scenario: 12 concurrent acquire() at 5 per 500 ms', () => {
-  after(closeStoreClients)
+  useStoreClients()
 
   for (const kind of storeKinds) {
     it(`admits in groups of 5, 5, 2 one window apart on ${kind.name}, never more than 5 in a window`, async () => {

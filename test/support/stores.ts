@@ -10,19 +10,24 @@ export interface StoreKind {
 
 /**
  * The stores every conformance suite runs against: memory, and Redis through each client library. Each Redis
- * kind opens one client for the whole run (closed by `closeStoreClients`), and isolates each store with a unique
- * prefix.
+ * kind opens one client per test file (see useStoreClients), and isolates each store with a unique prefix.
  */
 const clients = new Map<string, TestClient>()
-// A kind with no `open` (GLIDE, whose createClient resolves once connected) gets its client before the suites (a
-// root hook of every run that loads this module), kept open until they all ran.
+// A kind with no `open` (GLIDE, whose createClient resolves once connected) gets its client in a suite's before hook.
 const connected = new Map<string, TestClient>()
-before(async () => {
-  for (const kind of clientKinds) if (!kind.open) connected.set(kind.name, await kind.connect(redisUrl()))
-})
-after(() => {
-  for (const client of connected.values()) client.close()
-})
+
+/**
+ * In the calling suite: connects the clients that cannot connect on demand (GLIDE's) before its tests, and closes
+ * every client its stores opened after them. Each file that uses storeKinds calls it, so a file holds its own
+ * clients on its own server, whether the files run one after the other or in parallel workers.
+ */
+export function useStoreClients(): void {
+  before(async () => {
+    for (const kind of clientKinds) if (!kind.open) connected.set(kind.name, await kind.connect(redisUrl()))
+  })
+  after(closeStoreClients)
+}
+
 export const storeKinds: readonly StoreKind[] = [
   { name: 'memoryStore', make: () => memoryStore() },
   ...clientKinds.map(
@@ -31,7 +36,7 @@ export const storeKinds: readonly StoreKind[] = [
       make: () => {
         let client = clients.get(kind.name) ?? connected.get(kind.name)
         if (!client) {
-          if (!kind.open) throw new Error(`${kind.name}: its client is connected before the suites run`)
+          if (!kind.open) throw new Error(`${kind.name}: its client is connected by useStoreClients() before the tests`)
           client = kind.name === 'ioredis' ? ioredisClient() : kind.open(redisUrl())
           clients.set(kind.name, client)
         }
@@ -47,8 +52,9 @@ function ioredisClient(): TestClient {
   return { client, nextReady: unused, nextError: unused, units: unused, close: () => client.quit() }
 }
 
-export async function closeStoreClients(): Promise<void> {
-  const open = [...clients.values()]
+async function closeStoreClients(): Promise<void> {
+  const open = [...clients.values(), ...connected.values()]
   clients.clear()
+  connected.clear()
   await Promise.all(open.map((client) => client.close()))
 }

@@ -11,7 +11,7 @@ import {
 import { expect } from 'chai'
 import fc from 'fast-check'
 import { optionErrorOf, optionErrorOfAsync } from '../../support/option-error.js'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 const QUIET = { warn() {} }
 /** Units a key's window holds now. */
@@ -26,7 +26,7 @@ async function call(limiter: RateLimiter, key: string, cost: number): Promise<De
 }
 
 describe("estimated costs: cost: 'estimate', settled after (limiter/estimated-calls.ts)", () => {
-  after(closeStoreClients)
+  useStoreClients()
 
   for (const kind of storeKinds.filter((k) => k.name === 'memoryStore' || k.name === 'redisStore')) {
     describe(kind.name, () => {

@@ -1,10 +1,10 @@
 import { createRateLimiter, isFleetlimitError, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { describeHoldsAndRefunds } from '../../support/holds.js'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 describe('blocks, pauses, shadow mode and refunds', () => {
-  after(closeStoreClients)
+  useStoreClients()
   for (const kind of storeKinds) describeHoldsAndRefunds(kind.name, () => kind.make())
 
   describe('exact times (memory store, injected clock)', () => {

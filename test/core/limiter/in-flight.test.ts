@@ -2,7 +2,7 @@ import { createRateLimiter, type Decision, definePolicy, isFleetlimitError, type
 import { expect } from 'chai'
 import sinon from 'sinon'
 import { optionErrorOf, optionErrorOfAsync } from '../../support/option-error.js'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 const rpm = definePolicy({ name: 'rpm', limit: 100, window: '1m' })
 const tpm = definePolicy({ name: 'tpm', limit: 1_000, window: '1m' })
@@ -24,7 +24,7 @@ async function settledYet(promise: Promise<unknown>): Promise<boolean> {
 }
 
 describe('in-flight policies', () => {
-  after(closeStoreClients)
+  useStoreClients()
   afterEach(() => sinon.restore())
 
   for (const kind of storeKinds) {

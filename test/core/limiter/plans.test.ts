@@ -2,10 +2,10 @@ import { createRateLimiter, memoryStore } from '@fleetlimit/core'
 import { expect } from 'chai'
 import { optionErrorOfAsync } from '../../support/option-error.js'
 import { describePlans } from '../../support/plans.js'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 describe('per-call limits', () => {
-  after(closeStoreClients)
+  useStoreClients()
   for (const kind of storeKinds) describePlans(kind.name, () => kind.make())
 
   it('a downgrade’s wait is exact: until the window holds one unit fewer than the new limit (injected clock)', async () => {

@@ -9,7 +9,7 @@ import {
 import { expect } from 'chai'
 import type { HoldRequest } from '../../../packages/core/src/store/store.js'
 import { redisClient, uniquePrefix } from '../../support/redis.js'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 const classes = [
   { name: 'interactive', share: 0.7 },
@@ -47,7 +47,7 @@ function waiter(promise: Promise<Decision>, controller: AbortController) {
 }
 
 describe('priority classes: shares held fleet-wide while a higher class waits', () => {
-  after(closeStoreClients)
+  useStoreClients()
 
   for (const kind of storeKinds.filter((k) => k.name === 'memoryStore' || k.name === 'redisStore')) {
     describe(kind.name, () => {

@@ -3,7 +3,7 @@ import { expectAdmittedExactlyAt } from '@fleetlimit/test-kit/exact-wait'
 import { expect } from 'chai'
 import fc from 'fast-check'
 import type { WindowRequest, WindowResult } from '../../../packages/core/src/store/store.js'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 const request = (key: string, limit: number, windowMs: number, cost = 1, buckets = 10): WindowRequest => ({
   key,
@@ -19,7 +19,7 @@ for (const kind of storeKinds) {
     beforeEach(() => {
       store = kind.make()
     })
-    after(closeStoreClients)
+    useStoreClients()
     const consume = async (r: WindowRequest) => (await store.consume([r]))[0] as WindowResult
 
     it('admits up to the limit, then denies and records nothing', async () => {

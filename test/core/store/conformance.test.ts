@@ -1,4 +1,7 @@
 import { describeStoreConformance } from '../../support/conformance.js'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
-for (const kind of storeKinds) describeStoreConformance(kind.name, kind.make, closeStoreClients)
+describe('every kind of store', () => {
+  useStoreClients()
+  for (const kind of storeKinds) describeStoreConformance(kind.name, kind.make)
+})

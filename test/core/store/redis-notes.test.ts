@@ -1,11 +1,11 @@
 import type { Store } from '@fleetlimit/core'
 import { expect } from 'chai'
-import { closeStoreClients, storeKinds } from '../../support/stores.js'
+import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 // Store.readNote and writeNote: a short string beside a window key, replaced atomically, announced as a change.
 for (const kind of storeKinds) {
   describe(`${kind.name}: notes`, () => {
-    after(closeStoreClients)
+    useStoreClients()
     const notes = (store: Store) => {
       const { readNote, writeNote } = store
       if (!readNote || !writeNote) throw new Error(`${kind.name} keeps no notes`)
