@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { expect } from 'chai'
 import { publint } from 'publint'
 import { formatMessage } from 'publint/utils'
+import { describeInstalls } from './packaging/installs.js'
 import {
   type PackageName,
   type Packed,
@@ -415,3 +416,5 @@ interface AttwReport {
     readonly entrypoints: Record<string, AttwEntrypoint>
   }
 }
+
+describeInstalls()

@@ -2,7 +2,7 @@
  * The `fleetlimit` bin. In the workspace, core's `bin` is a committed file that runs the TypeScript sources, so
  * `pnpm install` links it before any build (no "Failed to create bin" warning) and `pnpm exec fleetlimit` needs no
  * build. The published manifest's `bin` (pnpm packs `publishConfig.bin` in its place) is the built dist/cli.mjs:
- * test/package.test.ts finds it in the tarball and test/packaging/install.test.ts runs it from an npm install.
+ * test/package.test.ts finds it in the tarball and test/packaging/installs.ts runs it from an npm install.
  */
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'

@@ -112,82 +112,90 @@ function expectLimited(exchanges: Exchange[], body?: string): void {
 const workspaceVersion = async (name: string) =>
   JSON.parse(await readFile(join(root, 'node_modules', name, 'package.json'), 'utf8')).version as string
 
-describe('the tarballs installed with npm into a new project outside the repository', function () {
-  // npm install from the registry: 20 to 40 s on a cold cache.
-  this.timeout(240_000)
-  let project: string
+/**
+ * The tarballs installed as a user installs them. Run from test/package.test.ts, in its process: both build the
+ * packages, which two test processes must not do at once.
+ */
+export function describeInstalls(): void {
+  describe('the tarballs installed with npm into a new project outside the repository', function () {
+    // npm install from the registry: 20 to 40 s on a cold cache.
+    this.timeout(240_000)
+    let project: string
 
-  before(async () => {
-    const { tarballs } = await packPackages()
-    project = await mkdtemp(join(tmpdir(), 'fleetlimit-install-'))
-    await writeFile(join(project, 'package.json'), '{ "name": "consumer", "version": "1.0.0", "private": true }\n')
-    await writeFile(join(project, 'report-listen.cjs'), reportListen)
-    // The workspace's versions of the frameworks, so a warm npm cache serves them; no ioredis: the memory store.
-    const peers = await Promise.all(
-      ['express', 'fastify', 'koa', '@types/node'].map(async (name) => `${name}@${await workspaceVersion(name)}`),
-    )
-    await run(
-      'npm',
-      [
-        'install',
-        '--prefer-offline',
-        '--no-audit',
-        '--no-fund',
-        ...packageNames.map((name) => tarballs[name]),
-        ...peers,
-      ],
-      { cwd: project },
-    )
-  })
-  after(() => (project && !process.env.KEEP_PACK ? rm(project, { recursive: true, force: true }) : undefined))
+    before(async () => {
+      const { tarballs } = await packPackages()
+      project = await mkdtemp(join(tmpdir(), 'fleetlimit-install-'))
+      await writeFile(join(project, 'package.json'), '{ "name": "consumer", "version": "1.0.0", "private": true }\n')
+      await writeFile(join(project, 'report-listen.cjs'), reportListen)
+      // The workspace's versions of the frameworks, so a warm npm cache serves them; no ioredis: the memory store.
+      const peers = await Promise.all(
+        ['express', 'fastify', 'koa', '@types/node'].map(async (name) => `${name}@${await workspaceVersion(name)}`),
+      )
+      await run(
+        'npm',
+        [
+          'install',
+          '--prefer-offline',
+          '--no-audit',
+          '--no-fund',
+          ...packageNames.map((name) => tarballs[name]),
+          ...peers,
+        ],
+        { cwd: project },
+      )
+    })
+    after(() => (project && !process.env.KEEP_PACK ? rm(project, { recursive: true, force: true }) : undefined))
 
-  it('runs the README’s Express quick start as CommonJS: 200, then 429 past the limit', async () => {
-    const snippet = markedSnippet(await readFile(join(root, 'README.md'), 'utf8'), 'express-cjs')
-    await writeFile(join(project, 'express-app.cjs'), snippet)
-    expectLimited(await exerciseApp(project, 'express-app.cjs'))
-  })
+    it('runs the README’s Express quick start as CommonJS: 200, then 429 past the limit', async () => {
+      const snippet = markedSnippet(await readFile(join(root, 'README.md'), 'utf8'), 'express-cjs')
+      await writeFile(join(project, 'express-app.cjs'), snippet)
+      expectLimited(await exerciseApp(project, 'express-app.cjs'))
+    })
 
-  it('runs the README’s Fastify quick start as ESM: 200, then 429 past the limit', async () => {
-    const snippet = markedSnippet(await readFile(join(root, 'README.md'), 'utf8'), 'fastify-esm')
-    await writeFile(join(project, 'fastify-app.mjs'), snippet)
-    expectLimited(await exerciseApp(project, 'fastify-app.mjs'))
-  })
+    it('runs the README’s Fastify quick start as ESM: 200, then 429 past the limit', async () => {
+      const snippet = markedSnippet(await readFile(join(root, 'README.md'), 'utf8'), 'fastify-esm')
+      await writeFile(join(project, 'fastify-app.mjs'), snippet)
+      expectLimited(await exerciseApp(project, 'fastify-app.mjs'))
+    })
 
-  it('runs each adapter’s README example as ESM, from the package it documents', async () => {
-    for (const name of ['express', 'koa', 'fastify']) {
-      const readme = await readFile(join(project, 'node_modules/@fleetlimit', name, 'README.md'), 'utf8')
-      await writeFile(join(project, `${name}-readme.mjs`), firstJsBlock(readme, name))
-      expectLimited(await exerciseApp(project, `${name}-readme.mjs`), 'hello')
-    }
-  })
+    it('runs each adapter’s README example as ESM, from the package it documents', async () => {
+      for (const name of ['express', 'koa', 'fastify']) {
+        const readme = await readFile(join(project, 'node_modules/@fleetlimit', name, 'README.md'), 'utf8')
+        await writeFile(join(project, `${name}-readme.mjs`), firstJsBlock(readme, name))
+        expectLimited(await exerciseApp(project, `${name}-readme.mjs`), 'hello')
+      }
+    })
 
-  it('installs the fleetlimit command line as core’s bin; without ioredis it says so in one line', async () => {
-    const bin = join(project, 'node_modules/.bin/fleetlimit')
-    const help = await run(bin, ['--help'], { cwd: project })
-    expect(help.stdout).to.match(/^Usage: fleetlimit <command> \[tenant\] \[options\]\n/)
-    const keys = await run(bin, ['keys'], { cwd: project }).catch((error: { code?: number; stderr?: string }) => error)
-    expect(keys).to.include({
-      code: 1,
-      stderr: 'fleetlimit: the fleetlimit command line needs ioredis: npm install ioredis\n',
+    it('installs the fleetlimit command line as core’s bin; without ioredis it says so in one line', async () => {
+      const bin = join(project, 'node_modules/.bin/fleetlimit')
+      const help = await run(bin, ['--help'], { cwd: project })
+      expect(help.stdout).to.match(/^Usage: fleetlimit <command> \[tenant\] \[options\]\n/)
+      const keys = await run(bin, ['keys'], { cwd: project }).catch(
+        (error: { code?: number; stderr?: string }) => error,
+      )
+      expect(keys).to.include({
+        code: 1,
+        stderr: 'fleetlimit: the fleetlimit command line needs ioredis: npm install ioredis\n',
+      })
+    })
+
+    it('type-checks core for a memory-only user: ioredis not installed, skipLibCheck off', async () => {
+      expect(existsSync(join(project, 'node_modules/ioredis')), 'ioredis must not be installed here').to.equal(false)
+      const consumer = `
+  import { createRateLimiter, memoryStore } from '@fleetlimit/core'
+  const limiter = createRateLimiter({ store: memoryStore(), limit: 2, window: '1s' })
+  export const allowed: Promise<boolean> = limiter.consume('t').then((d) => d.allowed)
+  `
+      await writeFile(join(project, 'memory.mts'), consumer)
+      await writeFile(join(project, 'memory.cts'), consumer)
+      const tsc = join(root, 'node_modules/typescript/bin/tsc')
+      // skipLibCheck off checks core's declaration files, whose imports must all resolve; TypeScript's own lib is not.
+      const args = ['--noEmit', '--strict', '--skipLibCheck', 'false', '--skipDefaultLibCheck', '--lib', 'es2023']
+      args.push('--module', 'nodenext', '--types', 'node')
+      const result = await run(process.execPath, [tsc, ...args, 'memory.mts', 'memory.cts'], { cwd: project }).catch(
+        (error: { stdout?: string }) => error,
+      )
+      expect(result.stdout, 'tsc reported errors').to.equal('')
     })
   })
-
-  it('type-checks core for a memory-only user: ioredis not installed, skipLibCheck off', async () => {
-    expect(existsSync(join(project, 'node_modules/ioredis')), 'ioredis must not be installed here').to.equal(false)
-    const consumer = `
-import { createRateLimiter, memoryStore } from '@fleetlimit/core'
-const limiter = createRateLimiter({ store: memoryStore(), limit: 2, window: '1s' })
-export const allowed: Promise<boolean> = limiter.consume('t').then((d) => d.allowed)
-`
-    await writeFile(join(project, 'memory.mts'), consumer)
-    await writeFile(join(project, 'memory.cts'), consumer)
-    const tsc = join(root, 'node_modules/typescript/bin/tsc')
-    // skipLibCheck off checks core's declaration files, whose imports must all resolve; TypeScript's own lib is not.
-    const args = ['--noEmit', '--strict', '--skipLibCheck', 'false', '--skipDefaultLibCheck', '--lib', 'es2023']
-    args.push('--module', 'nodenext', '--types', 'node')
-    const result = await run(process.execPath, [tsc, ...args, 'memory.mts', 'memory.cts'], { cwd: project }).catch(
-      (error: { stdout?: string }) => error,
-    )
-    expect(result.stdout, 'tsc reported errors').to.equal('')
-  })
-})
+}
