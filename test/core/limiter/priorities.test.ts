@@ -171,6 +171,31 @@ describe('priority classes: shares held fleet-wide while a higher class waits', 
     }
   })
 
+  it('a slow event loop: a waiter woken after its hold ended is denied if the room was taken, holds again, and is admitted', async () => {
+    const { store, holds, held } = watchHolds(memoryStore())
+    const limiter = createRateLimiter({ store, limit: 10, window: '500ms', priorities: classes, local: false })
+    for (let i = 0; i < 9; i++) await limiter.consume('t', { priority: 'batch' })
+    expect(await limiter.consume('t', { priority: 'interactive' })).to.include({ allowed: true, remaining: 0 })
+    const holding = held()
+    const admitted = limiter.acquire('t', { priority: 'interactive' })
+    await holding
+    // Its hold covers its wait (until the units leave, 500 ms) and a margin of 50 ms.
+    expect(holds.map((h) => h.requests.length)).to.deep.equal([1])
+    expect(holds[0]?.ms).to.be.within(450, 550)
+    // The loop is busy past the waiter's timer and its hold: nothing of this process runs meanwhile.
+    const busyUntil = performance.now() + 800
+    while (performance.now() < busyUntil) {}
+    // Batch calls that run before the waiter's late timer (as another process's would) find the hold ended and
+    // the window empty: batch borrows the whole limit, at one instant. A memory store decides within consume().
+    const batch = [limiter.consume('t', { priority: 'batch', cost: 10 }), limiter.consume('t', { priority: 'batch' })]
+    expect((await Promise.all(batch)).map((d) => d.allowed)).to.deep.equal([true, false])
+    // The waiter wakes, is denied (the room is taken), holds batch again for its new wait, and is admitted when the
+    // batch units leave: then the window holds its one unit.
+    const decision = await admitted
+    expect(decision).to.include({ allowed: true, priority: 'interactive', remaining: 9 })
+    expect(holds.map((h) => h.requests.length)).to.deep.equal([1, 1])
+  })
+
   it('a peek of a class reports its answer; a refund and a reset take back its share units too (memory store, injected clock)', async () => {
     let now = 0
     const store = memoryStore({ clock: () => now })
