@@ -107,14 +107,26 @@ export class SlidingLog {
 
   /**
    * The answer for `cost` units at `now`, given `used` from the same instant; `recorded` says whether this
-   * call's units were just added. A cost that does not fit gets the wait until the
-   * (used + cost - limit)-th oldest unit leaves.
+   * call's units were just added, and `at` (when given) the time add() recorded them at, which the answer then
+   * carries as its `recorded`. A cost that does not fit gets the wait until the (used + cost - limit)-th oldest
+   * unit leaves.
    */
-  result(now: number, limit: number, windowMs: number, cost: number, used: number, recorded: boolean): WindowResult {
+  result(
+    now: number,
+    limit: number,
+    windowMs: number,
+    cost: number,
+    used: number,
+    recorded: boolean,
+    at?: number,
+  ): WindowResult {
     const newest = this.count() - 1
     const resetMs = used + (recorded ? cost : 0) > 0 ? this.msUntilGone(newest, now, windowMs) : 0
     if (used + cost <= limit) {
-      return { allowed: true, remaining: limit - used - (recorded ? cost : 0), retryAfterMs: 0, resetMs, now }
+      const remaining = limit - used - (recorded ? cost : 0)
+      // Made with its stamp rather than given it after: one shape, and no copy.
+      if (at !== undefined) return { allowed: true, remaining, retryAfterMs: 0, resetMs, now, recorded: at }
+      return { allowed: true, remaining, retryAfterMs: 0, resetMs, now }
     }
     const retryAfterMs =
       newest >= this.head ? this.msUntilGone(this.entryOfUnit(used + cost - limit), now, windowMs) : 0

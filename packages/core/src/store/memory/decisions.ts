@@ -62,12 +62,10 @@ export function createDecisions(
     const room = used + request.cost <= request.limit
     const until = heldUntil(request.key, now)
     const recorded = record && room && until === 0
-    const at = recorded ? log.add(now, request.cost) : 0
-    let result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded)
+    const at = recorded ? log.add(now, request.cost) : undefined
+    let result = log.result(now, request.limit, request.windowMs, request.cost, used, recorded, at)
     if (until) result = held(result, until, now, record)
     else if (record && !room) result = blocked(request, result, now)
-    // A fresh object from log.result: the stamp is set on it rather than copied into another.
-    else if (recorded) (result as { recorded?: number }).recorded = at
     if (used === 0 && !recorded && log.isEmpty(now, request.windowMs) && !entry.dropped) drop(request.key, entry)
     return result
   }
