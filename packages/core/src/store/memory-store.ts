@@ -148,27 +148,38 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const timeOf = (at: number | undefined) => (ownClock && at !== undefined ? timeOrigin + at : clock())
   // Not enumerable: a copy of the store made to replace its consume (`{ ...store, consume }`) decides through it.
   return Object.defineProperties(store, {
-    plan: { value: (requests: readonly WindowRequest[]): MemoryPlan => ({ requests, entry: undefined }) },
+    plan: {
+      value: (requests: readonly WindowRequest[]): MemoryPlan => ({
+        requests,
+        log: onlyLog(requests),
+        entry: undefined,
+      }),
+    },
     decideNow: {
       value(plan: MemoryPlan, at?: number): WindowResult[] {
-        const { requests } = plan
         const now = timeOf(at)
-        const [request] = requests
-        if (
-          requests.length > 1 ||
-          request === undefined ||
-          request.buckets !== undefined ||
-          request.slots === true ||
-          request.period !== undefined ||
-          request.share === true
-        )
-          return decide(requests, true, now)
+        const { log } = plan
+        if (log === undefined) return decide(plan.requests, true, now)
         housekeep(now, 1)
-        return [decideLog(request, true, now, plan)]
+        return [decideLog(log, true, now, plan)]
       },
     },
   }) as MemoryStore
 }
 
-/** A memory store's plan: its requests, and (as an EntrySlot) the entry of its one key between calls. */
-interface MemoryPlan extends StorePlan, EntrySlot {}
+/**
+ * A memory store's plan: its requests, the request of its one sliding-log window when that is all they are (the
+ * common call, which decideLog decides), and (as an EntrySlot) the entry of its one key between calls.
+ */
+interface MemoryPlan extends StorePlan, EntrySlot {
+  readonly log: WindowRequest | undefined
+}
+
+/** The request of a call of one plain sliding-log window; undefined for any other call. */
+function onlyLog(requests: readonly WindowRequest[]): WindowRequest | undefined {
+  const [request] = requests
+  if (requests.length !== 1 || request === undefined) return undefined
+  const plain =
+    request.buckets === undefined && request.slots !== true && request.period === undefined && request.share !== true
+  return plain ? request : undefined
+}
