@@ -56,22 +56,9 @@ export interface Decide {
 
 const decisionOf = (result: WindowResult, { policy, limit }: Window) => toDecision(result, 'store', policy, limit)
 
-/** The decision a store's results make, and its receipt. */
-function madeOf(
-  plan: CallPlan,
-  results: readonly WindowResult[],
-  slots: boolean,
-  cost: number,
-  costs?: readonly number[],
-): Made {
+/** The decision of several windows' results (or of one in flight), and its receipt. */
+function madeOf(plan: CallPlan, results: readonly WindowResult[], cost: number, costs?: readonly number[]): Made {
   const { windows, id } = plan
-  if (results.length === 1 && !slots) {
-    const result = results[0] as WindowResult
-    const window = windows[0] as Window
-    const decision = decisionOf(result, window)
-    const { recorded } = result
-    return { decision, receipt: recorded === undefined ? undefined : new WindowReceipt(id, cost, window, recorded) }
-  }
   const decision = decisionOfWindows(results, windows, cost, costs)
   const requests: RefundRequest[] = []
   const names: string[] = []
@@ -159,17 +146,38 @@ export function createDecide(deps: DecideDeps): Decide {
     return caller.ask(plan.key, (deadline) => store.consume(requests, deadline))
   }
 
-  /** Counts what the store said, and lets the local tier remember a denial. */
+  /** Counts a decision, and lets the local tier remember a denial. */
   function answer(
     plan: CallPlan,
     cost: number,
     costs: readonly number[] | undefined,
-    made: Made,
+    decision: Decision,
+    receipt: Receipt | undefined,
     sentAt: number,
     fresh: boolean,
   ): Decision {
-    if (costs === undefined) tier?.remember(plan.id, cost, made.decision, sentAt, plan.tag)
-    return count(made.decision, made.receipt, fresh)
+    if (costs === undefined) tier?.remember(plan.id, cost, decision, sentAt, plan.tag)
+    return count(decision, receipt, fresh)
+  }
+
+  /** answer() of a store's results: one window's, the common call, with no object in between. */
+  function answerResults(
+    plan: CallPlan,
+    cost: number,
+    costs: readonly number[] | undefined,
+    results: readonly WindowResult[],
+    sentAt: number,
+    fresh: boolean,
+  ): Decision {
+    if (results.length > 1 || deps.slots) {
+      const { decision, receipt } = madeOf(plan, results, cost, costs)
+      return answer(plan, cost, costs, decision, receipt, sentAt, fresh)
+    }
+    const result = results[0] as WindowResult
+    const window = plan.windows[0] as Window
+    const { recorded } = result
+    const receipt = recorded === undefined ? undefined : new WindowReceipt(plan.id, cost, window, recorded)
+    return answer(plan, cost, costs, decisionOf(result, window), receipt, sentAt, fresh)
   }
 
   /** One store call reserves `size` units; this call takes `cost` of them, the local tier keeps the rest. */
@@ -211,17 +219,19 @@ export function createDecide(deps: DecideDeps): Decide {
     }
     const lease = store.lease ? local.leasePlan(id, cost, plan.windows[0]?.limit as number) : undefined
     const sentAt = local.now()
-    let made: Made
+    let made: Made | undefined
+    let results: WindowResult[] = []
     try {
       if (lease) {
         const call = leaseFor(plan, cost, lease.size, lease.ttlMs, sentAt)
         leasing.set(id, call)
         made = await call.finally(() => leasing.delete(id))
-      } else made = madeOf(plan, await ask(plan, cost, undefined, sentAt), deps.slots, cost)
+      } else results = await ask(plan, cost, undefined, sentAt)
     } catch (error) {
       return degrade(plan, cost, error)
     }
-    return answer(plan, cost, undefined, made, sentAt, false)
+    if (made !== undefined) return answer(plan, cost, undefined, made.decision, made.receipt, sentAt, false)
+    return answerResults(plan, cost, undefined, results, sentAt, false)
   }
 
   return {
@@ -237,15 +247,13 @@ export function createDecide(deps: DecideDeps): Decide {
       try {
         results = ask(plan, cost, costs, sentAt)
         if (Array.isArray(results)) {
-          return Promise.resolve(
-            answer(plan, cost, costs, madeOf(plan, results, deps.slots, cost, costs), sentAt ?? 0, true),
-          )
+          return Promise.resolve(answerResults(plan, cost, costs, results, sentAt ?? 0, true))
         }
       } catch (error) {
         return degrade(plan, cost, error)
       }
       return results.then(
-        (answered) => answer(plan, cost, costs, madeOf(plan, answered, deps.slots, cost, costs), sentAt ?? 0, false),
+        (answered) => answerResults(plan, cost, costs, answered, sentAt ?? 0, false),
         (error: unknown) => degrade(plan, cost, error),
       )
     },
