@@ -7,7 +7,7 @@
 // `tsx bench/outbound-tokens-ideal.ts` prints the figures for 8 s and 60 s over several seeds.
 import { fileURLToPath } from 'node:url'
 import type { TokenScenario } from './outbound-tokens.js'
-import { countArrivals, seededLognormal, type TokenCounts } from './outbound-tokens-upstream.js'
+import { countArrivals, seededLognormal, slidingSum, type TokenCounts } from './outbound-tokens-upstream.js'
 
 /**
  * Which waiting calls are admitted when room frees: the oldest first and none past one that does not fit (`fifo`),
@@ -63,42 +63,6 @@ interface InFlight {
   readonly seq: number
 }
 
-/**
- * The limiter's window of reservations: each admission's units at its time, counted for `spanUs`, an in-flight
- * call's at its bound until it settles to its true cost. Admissions come in time order, so a queue trimmed at its
- * head holds the window.
- */
-export function createReservations(spanUs: number) {
-  const times: number[] = []
-  const held: number[] = []
-  let head = 0
-  let sum = 0
-  return {
-    /** The units held at `now`: those admitted after `now - spanUs`. */
-    at(now: number): number {
-      while (head < times.length && (times[head] as number) <= now - spanUs) sum -= held[head++] as number
-      return sum
-    },
-    /** Records `units` admitted at `now`; returns the entry, for its settle. */
-    add(now: number, units: number): number {
-      times.push(now)
-      held.push(units)
-      sum += units
-      return times.length - 1
-    },
-    /** Sets an entry's units to `units` (its true cost); one that has left the window changes nothing. */
-    settle(entry: number, units: number) {
-      if (entry < head) return
-      sum += units - (held[entry] as number)
-      held[entry] = units
-    },
-    /** When the oldest entry in the window leaves it, or infinity when it is empty. */
-    nextExpiry(): number {
-      return head < times.length ? (times[head] as number) + spanUs : Number.POSITIVE_INFINITY
-    },
-  }
-}
-
 /** Runs the scenario's fleet under the ideal scheduler from time 0 to `durationMs`. */
 export function simulateIdeal(scenario: TokenScenario, options: IdealOptions): IdealResult {
   const { limit, windowMs, durationMs, warmUpMs, prompt, completion } = scenario
@@ -108,7 +72,9 @@ export function simulateIdeal(scenario: TokenScenario, options: IdealOptions): I
   const warmUpUs = warmUpMs * US_PER_MS
   const arrivals = countArrivals(windowUs, limit)
   arrivals.start(0, endUs, warmUpUs)
-  const reservations = createReservations(windowUs + transitMs * US_PER_MS)
+  // The limiter's window of reservations: each admission's units at its time, counted for the window and the
+  // transit margin, an in-flight call's at its bound until it settles to its true cost.
+  const reservations = slidingSum(windowUs + transitMs * US_PER_MS)
   // The draws of the bench: each worker process its own prompts, the upstream one sequence of completions.
   const prompts = Array.from({ length: scenario.workers }, (_, i) =>
     seededLognormal(scenario.seed * 100 + i, prompt.median, prompt.sigma, prompt.max),

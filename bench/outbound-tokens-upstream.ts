@@ -55,21 +55,38 @@ export function seededLognormal(seed: number, median: number, sigma: number, max
   }
 }
 
-/** The tokens of the arrivals within the last `windowMs`: a queue of (time, tokens), trimmed as time goes. */
-function slidingSum(windowMs: number) {
+/**
+ * The units of the entries within the last `spanMs`: a queue of (time, units), trimmed as time goes, entries added
+ * in time order. The upstream counts its arrivals' tokens with it, and the ideal scheduler its reservations (whose
+ * units a settle changes while they are in it).
+ */
+export function slidingSum(spanMs: number) {
   const times: number[] = []
-  const tokens: number[] = []
+  const units: number[] = []
   let head = 0
   let sum = 0
   return {
+    /** The units of the entries after `now - spanMs`. */
     at(now: number): number {
-      while (head < times.length && (times[head] as number) <= now - windowMs) sum -= tokens[head++] as number
+      while (head < times.length && (times[head] as number) <= now - spanMs) sum -= units[head++] as number
       return sum
     },
-    add(now: number, units: number) {
+    /** Records `count` units at `now`; returns the entry, for a settle. */
+    add(now: number, count: number): number {
       times.push(now)
-      tokens.push(units)
-      sum += units
+      units.push(count)
+      sum += count
+      return times.length - 1
+    },
+    /** Sets an entry's units to `count`; one that has left the span changes nothing. */
+    settle(entry: number, count: number) {
+      if (entry < head) return
+      sum += count - (units[entry] as number)
+      units[entry] = count
+    },
+    /** When the oldest entry in the span leaves it, or infinity when none is in it. */
+    nextExpiry(): number {
+      return head < times.length ? (times[head] as number) + spanMs : Number.POSITIVE_INFINITY
     },
   }
 }

@@ -2,8 +2,23 @@
 // reservations, and a run small enough to follow by hand.
 import { expect } from 'chai'
 import { TOKEN_SCENARIO, type TokenScenario } from '../../bench/outbound-tokens.js'
-import { createReservations, IDEAL_ORDERS, simulateIdeal } from '../../bench/outbound-tokens-ideal.js'
-import { countArrivals } from '../../bench/outbound-tokens-upstream.js'
+import { IDEAL_ORDERS, simulateIdeal } from '../../bench/outbound-tokens-ideal.js'
+import { countArrivals, slidingSum } from '../../bench/outbound-tokens-upstream.js'
+
+/**
+ * One loop for 4 s (measured from 2 s) whose calls all cost the same: sigma 0 makes every prompt 100 tokens and
+ * every completion 80, answered after 30 + 8 ms, with a bound of 700.
+ */
+const oneLoopOfFixedCosts = (overrides: Partial<TokenScenario>): TokenScenario => ({
+  ...TOKEN_SCENARIO,
+  workers: 1,
+  concurrency: 1,
+  durationMs: 4_000,
+  warmUpMs: 2_000,
+  prompt: { median: 100, sigma: 0, max: 600 },
+  completion: { median: 80, sigma: 0, maxTokens: 600 },
+  ...overrides,
+})
 
 describe('bench: the ideal token scheduler', () => {
   it('countArrivals counts each window of arrivals, a 429 for each over the limit, and usage after the warm-up', () => {
@@ -32,8 +47,8 @@ describe('bench: the ideal token scheduler', () => {
     })
   })
 
-  it('createReservations holds each admission for its span, at its bound until it settles', () => {
-    const reservations = createReservations(1_020)
+  it('slidingSum holds each admission for its span, at its bound until it settles', () => {
+    const reservations = slidingSum(1_020)
     expect(reservations.nextExpiry()).to.equal(Number.POSITIVE_INFINITY)
     const first = reservations.add(0, 700)
     const second = reservations.add(38, 700)
@@ -53,18 +68,7 @@ describe('bench: the ideal token scheduler', () => {
   })
 
   it('one loop of fixed costs: two calls a window, the third waits for the first to leave it', () => {
-    // sigma 0: every prompt is 100 tokens and every completion 80, answered after 30 + 8 ms; the bound is 700.
-    const scenario: TokenScenario = {
-      ...TOKEN_SCENARIO,
-      workers: 1,
-      concurrency: 1,
-      limit: 1_000,
-      durationMs: 4_000,
-      warmUpMs: 2_000,
-      prompt: { median: 100, sigma: 0, max: 600 },
-      completion: { median: 80, sigma: 0, maxTokens: 600 },
-      transitMs: 0,
-    }
+    const scenario = oneLoopOfFixedCosts({ limit: 1_000, transitMs: 0 })
     // Admitted at 0 and 38 (700 + 180 fits), then at 1000 and 1038, 2000 and 2038, 3000 and 3038; the call started
     // at 3076 still waits at the end.
     expect(simulateIdeal(scenario, { order: 'fifo' })).to.deep.equal({
@@ -84,16 +88,7 @@ describe('bench: the ideal token scheduler', () => {
   })
 
   it('a limit that no call waits for: the loop calls back to back until the end', () => {
-    const scenario: TokenScenario = {
-      ...TOKEN_SCENARIO,
-      workers: 1,
-      concurrency: 1,
-      limit: 100_000,
-      durationMs: 4_000,
-      warmUpMs: 2_000,
-      prompt: { median: 100, sigma: 0, max: 600 },
-      completion: { median: 80, sigma: 0, maxTokens: 600 },
-    }
+    const scenario = oneLoopOfFixedCosts({ limit: 100_000 })
     // Admitted every 38 ms from 0 to 3990 (106 calls), 53 of them from 2014 on; the last is answered after the end.
     const result = simulateIdeal(scenario, { order: 'fifo' })
     expect([result.calls, result.requests, result.usedShare, result.peakShare, result.refused]).to.deep.equal([
