@@ -55,6 +55,7 @@ module.exports = {
     'test/core/store/sliding-log.test.ts',
     'test/core/store/sliding-log-call.test.ts',
     'test/core/store/period-count.test.ts',
+    'test/core/store/redis-channels.test.ts',
     'test/core/store/slot-set.test.ts',
     'test/core/store/store.test.ts',
     'test/core/store/sliding-log-model.test.ts',

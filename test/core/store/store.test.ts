@@ -185,7 +185,8 @@ describe('a store that does not keep the contract is refused at construction', (
     expect(error.message).to.equal(
       'fleetlimit: invalid option `store`: got an object; expected a store that keeps the store contract v1 of ' +
         '@fleetlimit/core/store: it has no `peek` method (a store has consume, peek, reset and hold; plan, ' +
-        'decide, decideNow, lease, release, refund, free, extend, settle, onSlotFree, readNote, writeNote, isConnected, readySince, lastError and onKeyChange ' +
+        'decide, decideNow, lease, release, refund, free, extend, settle, onUnitsBack, onSlotFree, readNote, writeNote, ' +
+        'isConnected, readySince, lastError and onKeyChange ' +
         'are optional, and functions when given).',
     )
   })

@@ -57,6 +57,7 @@ export interface MemoryStore extends Store {
   extend(slots: readonly SlotRequest[], ms: number): Promise<number>
   settle(requests: readonly SettleRequest[], id: string): Promise<StoreSettle>
   onSlotFree(listener: (keys: readonly string[] | undefined) => void): void
+  onUnitsBack(listener: (keys: readonly string[] | undefined) => void): void
   readNote(key: string): Promise<NoteState>
   writeNote(key: string, value: string | undefined, ttlMs: number, expected?: string | null): Promise<NoteWrite>
   plan(requests: readonly WindowRequest[]): StorePlan
@@ -99,6 +100,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const { housekeep } = sweeper
   const { entries } = table
   const changes = createWeakSignal<[readonly string[] | undefined]>()
+  const unitsBack = createWeakSignal<[readonly string[] | undefined]>()
   const notes = createNotes(maxKeys, clock)
 
   function sweep(): number {
@@ -116,7 +118,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     peek: async (requests) => decide(requests, false),
     free: async (requests) => slots.free(requests),
     extend: async (requests, ms) => slots.extend(requests, ms),
-    settle: async (requests, id) => markers.settle(requests, id),
+    settle: async (requests, id) => {
+      const settled = markers.settle(requests, id)
+      const back = requests.filter((r) => r.delta < 0).map((r) => r.key)
+      if (settled.outcome === 'settled' && back.length > 0) unitsBack.emit(back)
+      return settled
+    },
+    onUnitsBack: unitsBack.add,
     onSlotFree: slots.onSlotFree,
     refund: async (requests, units, id) => markers.refund(requests, units, id),
     hold: async (requests: readonly HoldRequest[], ms: number) => {

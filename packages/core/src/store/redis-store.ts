@@ -1,11 +1,11 @@
 import { OptionError, StoreError } from '../common/errors.js'
 import { checkOptionNames, optionNames } from '../common/validate.js'
-import { createWeakSignal } from '../common/weak-signal.js'
 import { createCallBatcher } from './call-batcher.js'
 import type { CircuitBreakerOptions } from './circuit-breaker.js'
 import { adaptClient, type RedisStoreClient } from './clients/adapt-client.js'
 import { clusterSlot } from './cluster-slot.js'
 import { createRunBefore, type Deadline } from './guarded-call.js'
+import { createRedisChannels } from './redis-channels.js'
 import { noteCalls } from './redis-notes.js'
 import { createScriptRunner, type LuaScript } from './script-runner.js'
 import { bucketedScript } from './scripts.generated.js'
@@ -27,7 +27,6 @@ import {
   windowsCall,
 } from './sliding-log-call.js'
 import {
-  EVERY_KEY,
   type HoldRequest,
   type LeaseRequest,
   type LeaseResult,
@@ -109,21 +108,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   // A client ready again after a lost connection: open breakers probe at the next call, not after their cool-down.
   connection.onReady(servers.probeNow)
 
-  // Resets and holds are announced on this channel, so that every process's local tier drops what it cached of
-  // the keys; one subscriber connection per client, made when the first local tier listens.
-  const channel = `${prefix}:changed`
-  const changes = createWeakSignal<[readonly string[] | undefined]>()
-  const onMessage = (message: string | undefined) =>
-    changes.emit(message === undefined || message === EVERY_KEY ? undefined : message.split(' '))
-  /** After the change is made: a process that drops its cache on the message then asks the store as changed. */
-  const announce = (keys: readonly string[]) => adapter.publish(channel, keys.join(' '))
-  // Slots freed are announced on this channel by the script that frees them (the keys with the prefix), so that
-  // every process's waiters on those keys ask again.
-  const slotChannel = `${prefix}:slot-free`
-  const slotFrees = createWeakSignal<[readonly string[] | undefined]>()
-  const keyAt = prefix.length + 1
-  const onSlotMessage = (message: string | undefined) =>
-    slotFrees.emit(message === undefined ? undefined : message.split(' ').map((key) => key.slice(keyAt)))
+  const channels = createRedisChannels(adapter, prefix)
+  const { announceChange: announce, slotChannel } = channels
 
   const keysOf = (requests: readonly WindowRequest[]) => requests.map((request) => `${prefix}:${request.key}`)
 
@@ -182,6 +168,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     const { status, used } = await runBefore(call, first.key, deadline)
     const outcome = SETTLE_OUTCOMES[status]
     if (outcome === undefined) throw new StoreError(`unexpected settle status ${status} from Redis`)
+    const back = requests.filter((r) => r.delta < 0).map((r) => r.key)
+    if (outcome === 'settled' && back.length > 0) channels.announceUnitsBack(back)
     return { outcome, used }
   }
 
@@ -252,20 +240,9 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       await adapter.del(`${prefix}:${key}`)
       await announce([key])
     },
-    onKeyChange(listener) {
-      if (!changes.used) adapter.subscribe(channel, onMessage)
-      changes.add(listener)
-    },
-    onSlotFree(listener) {
-      // A slot freed before the server confirmed the subscription was missed: listeners then hear `undefined`.
-      if (!slotFrees.used) {
-        adapter.subscribe(slotChannel, onSlotMessage).then(
-          () => slotFrees.emit(undefined),
-          () => {},
-        )
-      }
-      slotFrees.add(listener)
-    },
+    onKeyChange: channels.onKeyChange,
+    onSlotFree: channels.onSlotFree,
+    onUnitsBack: channels.onUnitsBack,
     isConnected: connection.connected,
     lastError: connection.lastError,
     readySince: connection.readySince,

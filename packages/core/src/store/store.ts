@@ -234,9 +234,16 @@ export interface Store {
    * Adds each request's `delta` units (negative: gives them back, at most what the entry holds) at the time they
    * were recorded, in one atomic step, if the entry is still in its window: an admission settled to its true cost.
    * At most once per `id` (a retry after a timeout sends the same id), and not after a refund of that id (see
-   * refund); nothing is applied after `deadline.at`.
+   * refund); nothing is applied after `deadline.at`. Every process's `onUnitsBack` listeners hear of the keys a
+   * settle gave units back on.
    */
   settle?(requests: readonly SettleRequest[], id: string, deadline?: Deadline): Promise<StoreSettle>
+  /**
+   * Tells `listener` (held weakly, as for onKeyChange) of every settle that gave units back through this store in
+   * any process, with the keys (without the prefix); `undefined` when messages may have been missed. Calls waiting
+   * for room on those keys may fit now.
+   */
+  onUnitsBack?(listener: (keys: readonly string[] | undefined) => void): void
   /**
    * Tells `listener` (held weakly, as for onKeyChange) of every slot freed through this store in any process, with
    * the keys (without the prefix); `undefined` when messages may have been missed.
@@ -292,6 +299,7 @@ const METHODS: { readonly [K in Exclude<keyof Store, typeof STORE>]-?: boolean }
   free: false,
   extend: false,
   settle: false,
+  onUnitsBack: false,
   onSlotFree: false,
   readNote: false,
   writeNote: false,
