@@ -306,3 +306,30 @@ describe("estimated costs: cost: 'estimate', settled after (limiter/estimated-ca
     })
   })
 })
+
+describe('a settle that gives units back wakes the waiters of every process', () => {
+  useStoreClients()
+
+  for (const kind of storeKinds) {
+    it(`${kind.name}: another limiter’s waiter is admitted at once, not when the window slides`, async () => {
+      // Two limiters on one store: the second stands for another process, which hears of the settle only from the
+      // store (on Redis, its message through the subscriber connection).
+      const store = kind.make()
+      const options = { store, logger: QUIET, local: false as const, limit: 100, window: '1h' as const }
+      const settling = createRateLimiter(options)
+      const waiting = createRateLimiter(options)
+      const first = await settling.consume('t', { cost: 100 })
+      let admitted = false
+      const waiter = waiting.acquire('t', { cost: 50, maxWaitMs: '2h' }).then((decision) => {
+        admitted = true
+        return decision
+      })
+      // Two store round trips: the waiter was denied and sleeps, for the hour its denial reported.
+      await waiting.peek('t')
+      await waiting.peek('t')
+      expect(admitted).to.equal(false)
+      expect(await settling.settle(first, { cost: 40 })).to.include({ outcome: 'settled' })
+      expect(await waiter).to.include({ allowed: true, remaining: 10 })
+    })
+  }
+})

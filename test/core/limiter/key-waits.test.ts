@@ -55,4 +55,36 @@ describe('createKeyWaits', () => {
     waits.given(['w1'])
     expect(woken).to.deep.equal(['q1', 'q2', 'q1'])
   })
+
+  it('hears of units given back from the store once a first queue waits, and wakes every queue on `undefined`', () => {
+    const woken: string[] = []
+    const listeners: Record<string, ((keys: readonly string[] | undefined) => void)[]> = {}
+    const listen = (name: string) => (listener: (keys: readonly string[] | undefined) => void) => {
+      listeners[name] = [...(listeners[name] ?? []), listener]
+    }
+    const store = { onUnitsBack: listen('unitsBack'), onSlotFree: listen('slotFree'), onKeyChange: listen('keyChange') }
+    const waits = createKeyWaits((queue) => woken.push(queue), store, false)
+    // No in-flight policy: no slot messages; nothing waits yet: no subscription.
+    expect(Object.keys(listeners)).to.deep.equal([])
+    waits.add('q1', [{ policy: windowed, key: 'w1', limit: 10 }])
+    waits.add('q2', [{ policy: windowed, key: 'w2', limit: 10 }])
+    expect(Object.keys(listeners)).to.deep.equal(['unitsBack'])
+    expect(listeners.unitsBack).to.have.length(1)
+    listeners.unitsBack?.[0]?.(['w2'])
+    listeners.unitsBack?.[0]?.(undefined)
+    expect(woken).to.deep.equal(['q2', 'q1', 'q2'])
+  })
+
+  it('with in-flight policies, hears of slots freed and of resets at once', () => {
+    const names: string[] = []
+    const listen = (name: string) => () => {
+      names.push(name)
+    }
+    createKeyWaits(
+      () => {},
+      { onUnitsBack: listen('unitsBack'), onSlotFree: listen('slotFree'), onKeyChange: listen('keyChange') },
+      true,
+    )
+    expect(names).to.deep.equal(['slotFree', 'keyChange'])
+  })
 })

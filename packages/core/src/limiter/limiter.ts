@@ -140,15 +140,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return wait
   }
 
-  // Queues of this process by the keys they wait on: a slot freed on one (a release here, or the store's message of
-  // one anywhere), or units a settle gave back, wake them, so that the room is taken within a round trip, with no
-  // polling.
-  const keyWaits = createKeyWaits(acquireQueue.wake)
-  if (slotPolicies.length > 0) {
-    store.onSlotFree?.(keyWaits.freed)
-    // A reset frees every slot of its key.
-    store.onKeyChange?.(keyWaits.freed)
-  }
+  // Queues of this process by the keys they wait on: a slot freed on one, or units a settle gave back (here or in
+  // any process), wake them, so that the room is taken within a round trip, with no polling.
+  const keyWaits = createKeyWaits(acquireQueue.wake, store, slotPolicies.length > 0)
 
   const afterCall = createAfterCall({
     store,
