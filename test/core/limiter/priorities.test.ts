@@ -190,10 +190,12 @@ describe('priority classes: shares held fleet-wide while a higher class waits', 
     const batch = [limiter.consume('t', { priority: 'batch', cost: 10 }), limiter.consume('t', { priority: 'batch' })]
     expect((await Promise.all(batch)).map((d) => d.allowed)).to.deep.equal([true, false])
     // The waiter wakes, is denied (the room is taken), holds batch again for its new wait, and is admitted when the
-    // batch units leave: then the window holds its one unit.
+    // batch units leave: then the window holds its one unit. (A timer that fires a fraction of a ms before the
+    // units leave is denied once more, for that fraction, with one more hold.)
     const decision = await admitted
     expect(decision).to.include({ allowed: true, priority: 'interactive', remaining: 9 })
-    expect(holds.map((h) => h.requests.length)).to.deep.equal([1, 1])
+    expect(holds.length, 'holds: the first, the one after the late wake, and at most one more').to.be.within(2, 3)
+    expect(holds[1]?.ms, 'the second hold: the wait until the batch units leave, and its margin').to.be.within(450, 550)
   })
 
   it('a peek of a class reports its answer; a refund and a reset take back its share units too (memory store, injected clock)', async () => {
