@@ -59,8 +59,11 @@ export interface ClientKind {
    * whose createClient resolves once connected.
    */
   readonly open?: (url: string) => TestClient
-  /** The same, once connected. */
-  connect(url: string): Promise<TestClient>
+  /**
+   * The same, once connected. `requestTimeoutMs`: how long a client that gives up on a call by itself (GLIDE)
+   * waits for its reply; the others ignore it.
+   */
+  connect(url: string, options?: { readonly requestTimeoutMs?: number }): Promise<TestClient>
   /** A cluster client with the default options, connected to these nodes. */
   connectCluster(nodes: readonly { host: string; port: number }[]): Promise<TestClient>
 }
@@ -162,12 +165,13 @@ function openGlide(client: GlideClient | GlideClusterClient): TestClient {
 
 const glideKind: ClientKind = {
   name: 'GLIDE',
-  connect: async (url) => {
+  connect: async (url, options) => {
     const { hostname, port, username, password } = new URL(url)
     return openGlide(
       await GlideClient.createClient({
         addresses: [{ host: hostname, port: Number(port) }],
         ...(password !== '' && { credentials: { ...(username !== '' && { username }), password } }),
+        ...(options?.requestTimeoutMs !== undefined && { requestTimeout: options.requestTimeoutMs }),
       }),
     )
   },
