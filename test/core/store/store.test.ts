@@ -10,6 +10,7 @@ import {
 } from '@fleetlimit/core/store'
 import { rateLimit as expressRateLimit } from '@fleetlimit/express'
 import { expect } from 'chai'
+import { keysGivenBack } from '../../../packages/core/src/store/store.js'
 import { optionErrorOf } from '../../support/option-error.js'
 
 /**
@@ -219,5 +220,19 @@ describe('a store that does not keep the contract is refused at construction', (
     const store = { ...complete(), [Symbol.for('fleetlimit.store.v2')]: true }
     const limiter = createRateLimiter({ store, limit: 5, window: '1m', local: false })
     expect((await limiter.consume('t')).remaining).to.equal(4)
+  })
+})
+
+describe('keysGivenBack', () => {
+  const requests = [
+    { key: 'a', windowMs: 1_000, recorded: 1, delta: -5 },
+    { key: 'b', windowMs: 1_000, recorded: 1, delta: 3 },
+    { key: 'c', windowMs: 1_000, recorded: 1, delta: -1 },
+  ]
+  it('names the windows a settle gave units back on, once it is settled, and none otherwise', () => {
+    expect(keysGivenBack(requests, { outcome: 'settled', used: [0, 3, 0] })).to.deep.equal(['a', 'c'])
+    for (const outcome of ['expired', 'already-settled', 'too-deep', 'refunded'] as const) {
+      expect(keysGivenBack(requests, { outcome, used: [] }), outcome).to.deep.equal([])
+    }
   })
 })

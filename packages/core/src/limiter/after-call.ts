@@ -3,7 +3,7 @@ import { parseDuration } from '../common/duration.js'
 import { OptionError } from '../common/errors.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
 import type { Deadline } from '../store/guarded-call.js'
-import type { RefundRequest, SlotRequest, Store, StoreSettle } from '../store/store.js'
+import { keysGivenBack, type RefundRequest, type SlotRequest, type Store, type StoreSettle } from '../store/store.js'
 import type { Decision } from './decision.js'
 import { MAX_LIMIT } from './policy.js'
 
@@ -231,8 +231,8 @@ export function createAfterCall(deps: AfterCallDeps) {
             .then(
               (result) => {
                 // This process's waiters on those windows would otherwise sleep out the wait they were told.
-                const given = requests.filter((r) => r.delta < 0).map((r) => r.key)
-                if (result.outcome === 'settled' && given.length > 0) deps.given(given)
+                const given = keysGivenBack(requests, result)
+                if (given.length > 0) deps.given(given)
                 return resultOf(receipt, result)
               },
               (error: unknown) => {

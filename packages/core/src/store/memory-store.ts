@@ -11,6 +11,7 @@ import { createSlots } from './memory/slots.js'
 import { createSweep } from './memory/sweep.js'
 import {
   type HoldRequest,
+  keysGivenBack,
   type Lease,
   type LeaseRequest,
   type LeaseResult,
@@ -120,8 +121,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     extend: async (requests, ms) => slots.extend(requests, ms),
     settle: async (requests, id) => {
       const settled = markers.settle(requests, id)
-      const back = requests.filter((r) => r.delta < 0).map((r) => r.key)
-      if (settled.outcome === 'settled' && back.length > 0) unitsBack.emit(back)
+      const back = keysGivenBack(requests, settled)
+      if (back.length > 0) unitsBack.emit(back)
       return settled
     },
     onUnitsBack: unitsBack.add,

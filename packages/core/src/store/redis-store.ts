@@ -28,6 +28,7 @@ import {
 } from './sliding-log-call.js'
 import {
   type HoldRequest,
+  keysGivenBack,
   type LeaseRequest,
   type LeaseResult,
   type RefundRequest,
@@ -168,9 +169,10 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     const { status, used } = await runBefore(call, first.key, deadline)
     const outcome = SETTLE_OUTCOMES[status]
     if (outcome === undefined) throw new StoreError(`unexpected settle status ${status} from Redis`)
-    const back = requests.filter((r) => r.delta < 0).map((r) => r.key)
-    if (outcome === 'settled' && back.length > 0) channels.announceUnitsBack(back)
-    return { outcome, used }
+    const settled = { outcome, used }
+    const back = keysGivenBack(requests, settled)
+    if (back.length > 0) channels.announceUnitsBack(back)
+    return settled
   }
 
   async function lease(request: LeaseRequest, deadline?: Deadline): Promise<LeaseResult> {

@@ -280,6 +280,11 @@ export interface Store {
 /** The message that says every key may have changed (keys hold no '*' of their own: see keys.ts). */
 export const EVERY_KEY = '*'
 
+/** The keys a settle gave units back on: its windows with a negative delta, once it is 'settled'. */
+export function keysGivenBack(requests: readonly SettleRequest[], settled: StoreSettle): string[] {
+  return settled.outcome === 'settled' ? requests.filter((r) => r.delta < 0).map((r) => r.key) : []
+}
+
 export function isStore(value: unknown): value is Store {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[STORE] === true
 }
