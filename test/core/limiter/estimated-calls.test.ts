@@ -6,11 +6,13 @@ import {
   memoryStore,
   type RateLimiter,
   type RateLimiterOptions,
+  redisStore,
   type Store,
 } from '@fleetlimit/core'
 import { expect } from 'chai'
 import fc from 'fast-check'
 import { optionErrorOf, optionErrorOfAsync } from '../../support/option-error.js'
+import { redisClient, uniquePrefix } from '../../support/redis.js'
 import { storeKinds, useStoreClients } from '../../support/stores.js'
 
 const QUIET = { warn() {} }
@@ -309,6 +311,41 @@ describe("estimated costs: cost: 'estimate', settled after (limiter/estimated-ca
 
 describe('a settle that gives units back wakes the waiters of every process', () => {
   useStoreClients()
+
+  for (const onRedis of [false, true]) {
+    it(`${onRedis ? 'redisStore' : 'memoryStore'}: 10,000 concurrent settles each give 1 back; a hostile message on the channel wakes nothing`, async function () {
+      this.timeout(60_000)
+      const prefix = uniquePrefix()
+      const redis = onRedis ? redisClient() : undefined
+      try {
+        // On one instant, as a burst on Redis lands in a few script runs: 10,000 admissions in one entry, which a
+        // settle can reach (past MAX_REFUND_TAIL later entries it answers 'too-deep').
+        const store = redis ? redisStore(redis, { prefix }) : memoryStore({ clock: () => 1_000 })
+        const options = { store, logger: QUIET, local: false as const, limit: 10_000, window: '1h' as const }
+        const settling = createRateLimiter({ ...options, timeoutMs: '20s' })
+        const waiting = createRateLimiter(options)
+        const admitted = await Promise.all(Array.from({ length: 10_000 }, () => settling.consume('t')))
+        expect(admitted.filter((d) => d.allowed)).to.have.length(10_000)
+        let done = false
+        const waiter = waiting.acquire('t', { cost: 50, maxWaitMs: '2h' }).then((decision) => {
+          done = true
+          return decision
+        })
+        await waiting.peek('t')
+        await waiting.peek('t')
+        // A message on the channel that names no key of ours, 100 KB long: nothing fits, nothing wakes.
+        await redis?.publish(`${prefix}:units-back`, 'x'.repeat(100_000))
+        await waiting.peek('t')
+        expect(done).to.equal(false)
+        const settled = await Promise.all(admitted.map((d) => settling.settle(d, { cost: 0 })))
+        expect(settled.filter((r) => r.outcome === 'settled')).to.have.length(10_000)
+        // Every unit came back: the waiter takes its 50, and the window holds them alone.
+        expect(await waiter).to.include({ allowed: true, remaining: 9_950 })
+      } finally {
+        await redis?.quit()
+      }
+    })
+  }
 
   for (const kind of storeKinds) {
     it(`${kind.name}: another limiter’s waiter is admitted at once, not when the window slides`, async () => {
