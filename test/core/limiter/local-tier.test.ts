@@ -70,6 +70,43 @@ describe('local tier', () => {
       expect(await limiter.consume('k', { cost: 2 })).to.include({ allowed: true, source: 'store' })
     })
 
+    it('answers the calls of one millisecond with one answer, counting each, and a later one anew', async () => {
+      const limiter = createRateLimiter({ store: memoryStore({ clock: () => Date.now() }), limit: 1, window: 1_000 })
+      const events: Decision[] = []
+      limiter.on('decision', (d) => events.push(d))
+      await limiter.consume('k')
+      await limiter.consume('k')
+      const [first, second] = [limiter.consume('k'), limiter.consume('k')]
+      expect(first, 'one promise').to.equal(second)
+      expect(await first).to.include({ allowed: false, source: 'local', retryAfterMs: 1_000 })
+      await clock.tickAsync(1)
+      const later = await limiter.consume('k')
+      expect(later).to.include({ allowed: false, source: 'local', retryAfterMs: 999, resetMs: 999 })
+      expect(later).to.not.equal(await first)
+      expect(limiter.stats()).to.include({ decisions: 5, denied: 4, localHits: 3, storeCalls: 2 })
+      expect(events.length, 'a decision event per call').to.equal(5)
+    })
+
+    it('answers a kept plan’s next call from its denial only while the cache holds it', async () => {
+      const store = memoryStore({ clock: () => Date.now() })
+      const limiter = createRateLimiter({ store, limit: 1, window: 1_000, local: { denyCache: { size: 1 } } })
+      const other = createRateLimiter({ store, limit: 1, window: 1_000 })
+      for (const key of ['a', 'a', 'a']) await limiter.consume(key)
+      expect(limiter.stats().localHits).to.equal(1)
+      // Reset through another limiter: a key change reaches this one's cache, which drops a's denial.
+      await other.reset('a')
+      // An answer to a question asked at the change's instant is not cached: it may predate the change.
+      await clock.tickAsync(1)
+      expect(await limiter.consume('a')).to.include({ allowed: true, source: 'store' })
+      await limiter.consume('a')
+      expect((await limiter.consume('a')).source).to.equal('local')
+      // b's denial takes the only place: a's is evicted, and a's plan asks the store again.
+      await limiter.consume('b')
+      await limiter.consume('b')
+      expect((await limiter.consume('a')).source).to.equal('store')
+      expect((await limiter.consume('b')).source).to.equal('store')
+    })
+
     it('is off with local: false, and bounded by its size', async () => {
       const off = createRateLimiter({ store: memoryStore(), limit: 1, window: '1m', local: false })
       await off.consume('k')

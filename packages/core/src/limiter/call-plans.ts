@@ -6,6 +6,7 @@ import type { Mutable } from '../common/mutable.js'
 import { checkInteger, checkOptionNames, isPlainObject } from '../common/validate.js'
 import type { StorePlan, WindowRequest } from '../store/store.js'
 import type { Window } from './degraded.js'
+import type { DenyEntry } from './deny-cache.js'
 import { type KeyInput, windowKey } from './keys.js'
 import type { ConsumeOptions } from './limiter-types.js'
 import { checkCost, MAX_LIMIT, type Policy, policyKeyName } from './policy.js'
@@ -30,6 +31,8 @@ export interface CallPlan {
   requests: WindowRequest[] | undefined
   /** What the store compiled of `requests` (Store.plan), for stores that compile. */
   storePlan: StorePlan | undefined
+  /** The local tier's cached denial found last for `id` (see DenialSlot). */
+  denial: DenyEntry | undefined
 }
 
 export function newPlan(windows: readonly Window[], cost: number, costs?: readonly number[]): CallPlan {
@@ -44,6 +47,7 @@ export function newPlan(windows: readonly Window[], cost: number, costs?: readon
     costs,
     requests: undefined,
     storePlan: undefined,
+    denial: undefined,
   }
 }
 

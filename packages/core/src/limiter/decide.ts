@@ -86,6 +86,22 @@ function madeOf(plan: CallPlan, results: readonly WindowResult[], cost: number, 
   return { decision, receipt }
 }
 
+/**
+ * Promises of decisions, the last one kept: the calls of a denied hot key in one millisecond get the same cached
+ * answer (local-tier.ts agedDenial), and so share its promise.
+ */
+function lastAnswerKept(): (decision: Decision) => Promise<Decision> {
+  let last: Decision | undefined
+  let answer: Promise<Decision> | undefined
+  return (decision) => {
+    if (decision !== last || answer === undefined) {
+      last = decision
+      answer = Promise.resolve(decision)
+    }
+    return answer
+  }
+}
+
 export function createDecide(deps: DecideDeps): Decide {
   const { store, caller, tier, counters, events, owner } = deps
   const compile = store.plan?.bind(store)
@@ -93,6 +109,7 @@ export function createDecide(deps: DecideDeps): Decide {
   const decidePlan = store.decide?.bind(store)
   // One lease call per key at a time: calls that arrive meanwhile wait for it and take its units.
   const leasing = new Map<string, Promise<unknown>>()
+  const answerDenied = lastAnswerKept()
 
   /**
    * Every decision a caller gets passes here: counted, reported, and (if it recorded units) refundable. `fresh`
@@ -239,8 +256,8 @@ export function createDecide(deps: DecideDeps): Decide {
       // A cost per window is the store's to decide: the local tier keeps answers for one cost.
       if (tier !== undefined && costs === undefined) {
         if (decideNow === undefined) return decideThroughTier(plan, cost)
-        const denied = tier.tryDenial(plan.id, cost, plan.tag)
-        if (denied) return Promise.resolve(count(denied))
+        const denied = tier.tryDenial(plan.id, cost, plan.tag, plan)
+        if (denied) return answerDenied(count(denied))
       }
       const sentAt = tier?.now()
       let results: WindowResult[] | Promise<WindowResult[]>

@@ -14,6 +14,15 @@ export interface DenyEntry {
   readonly limits: Limits
   readonly decision: Decision
   readonly at: number
+  /** Set once the cache dropped it: a plan that kept it (DenialSlot) looks its id up again. */
+  dropped: boolean
+  /** The answer last made from it (see local-tier.ts agedDenial). */
+  aged: Decision | undefined
+}
+
+/** Where a call's plan keeps the entry it found last, so that its next call needs no lookup while it stands. */
+export interface DenialSlot {
+  denial: DenyEntry | undefined
 }
 
 export interface DenyCache {
@@ -61,7 +70,11 @@ export function createDenyCache(max: number): DenyCache {
   }
 
   function remove(id: string): void {
-    if (entries.delete(id) && id.includes(' ')) unindex(id)
+    const entry = entries.get(id)
+    if (entry === undefined) return
+    entry.dropped = true
+    entries.delete(id)
+    if (id.includes(' ')) unindex(id)
   }
 
   return {
@@ -73,16 +86,26 @@ export function createDenyCache(max: number): DenyCache {
     },
     get: (id) => entries.get(id),
     set(id, entry) {
-      const cached = entries.delete(id)
+      const previous = entries.get(id)
+      if (previous !== undefined) {
+        previous.dropped = true
+        entries.delete(id)
+      }
+      entry.dropped = false
       entries.set(id, entry)
-      if (!cached && id.includes(' ')) index(id)
+      if (previous === undefined && id.includes(' ')) index(id)
       // Oldest first: a Map keeps insertion order, so this is a least-recently-used bound.
       if (entries.size > max) remove(entries.keys().next().value as string)
     },
     delete: remove,
     dropKeys(keys) {
       for (const key of keys) {
-        if (entries.delete(key)) visits++
+        const entry = entries.get(key)
+        if (entry !== undefined) {
+          entry.dropped = true
+          entries.delete(key)
+          visits++
+        }
         const ids = byKey.get(key)
         if (ids === undefined) continue
         byKey.delete(key)
@@ -98,6 +121,7 @@ export function createDenyCache(max: number): DenyCache {
       }
     },
     clear() {
+      for (const entry of entries.values()) entry.dropped = true
       entries.clear()
       byKey.clear()
     },

@@ -4,7 +4,7 @@ import { monotonicNow, startTimer, type Timer } from '../common/timer.js'
 import { checkInteger, checkOptionNames, optionNames } from '../common/validate.js'
 import type { Lease, LeaseResult, Store } from '../store/store.js'
 import type { Decision } from './decision.js'
-import { createDenyCache, type Limits } from './deny-cache.js'
+import { createDenyCache, type DenialSlot, type DenyEntry, type Limits } from './deny-cache.js'
 
 export interface LocalOptions {
   /** Deny locally, with no store call, a key the store denied, until its wait has passed. Default: on. */
@@ -66,8 +66,11 @@ export interface LocalTier {
    * must decide.
    */
   tryLocal(id: string, cost: number, limits: Limits): LocalHit | undefined
-  /** tryLocal for a limiter without leases: a cached denial's answer, or undefined when the store must decide. */
-  tryDenial(id: string, cost: number, limits: Limits): Decision | undefined
+  /**
+   * tryLocal for a limiter without leases: a cached denial's answer, or undefined when the store must decide.
+   * `slot` keeps the entry found for `id` between calls of one plan.
+   */
+  tryDenial(id: string, cost: number, limits: Limits, slot?: DenialSlot): Decision | undefined
   /** The lease worth asking for now under `limit`, or undefined to ask for this call alone. */
   leasePlan(id: string, cost: number, limit: number): { readonly size: number; readonly ttlMs: number } | undefined
   /** Learns from a store decision asked at `sentAt` (local time) under `limits`. */
@@ -153,6 +156,25 @@ function age(decision: Decision, elapsed: number, source: Decision['source']): D
 }
 
 /**
+ * A cached denial `elapsed` ms on. The calls of one millisecond read the same figures, so they share the answer
+ * made last, while its figures hold: a denied hot key costs no new object per call.
+ */
+function agedDenial(denial: DenyEntry, elapsed: number): Decision {
+  const { decision, aged } = denial
+  if (
+    aged !== undefined &&
+    aged.retryAfterMs === Math.max(0, Math.ceil(decision.retryAfterMs - elapsed)) &&
+    aged.resetMs === Math.max(0, Math.ceil(decision.resetMs - elapsed))
+  ) {
+    return aged
+  }
+  const answer = age(decision, elapsed, 'local')
+  // Several policies count down apart: their answer is made anew.
+  if (decision.policies === undefined) denial.aged = answer
+  return answer
+}
+
+/**
  * What a denial may answer later: with several policies, those that denied. The others' figures change with
  * every call counted in them meanwhile (another route's, another process's), which the cache cannot see.
  */
@@ -204,12 +226,16 @@ export function createLocalTier(
   if (config.denyCacheSize > 0 || config.lease !== false) store.onKeyChange?.(keysChanged)
 
   /** The cached denial of `id` that answers this call at `at`, aged; an ended one is dropped. */
-  function denialAt(id: string, cost: number, limits: Limits, at: number): Decision | undefined {
-    const denial = denials.get(id)
-    if (denial === undefined) return undefined
+  function denialAt(id: string, cost: number, limits: Limits, at: number, slot?: DenialSlot): Decision | undefined {
+    let denial = slot?.denial
+    if (denial === undefined || denial.dropped) {
+      denial = denials.get(id)
+      if (denial === undefined) return undefined
+      if (slot !== undefined) slot.denial = denial
+    }
     if (at < denial.until && cost >= denial.cost && denial.limits === limits) {
       counters.localHits++
-      return age(denial.decision, at - denial.at, 'local')
+      return agedDenial(denial, at - denial.at)
     }
     if (at >= denial.until) denials.delete(id)
     return undefined
@@ -256,8 +282,8 @@ export function createLocalTier(
       const decision = denialAt(id, cost, limits, at)
       return decision && { decision }
     },
-    tryDenial(id, cost, limits) {
-      return denials.size === 0 ? undefined : denialAt(id, cost, limits, now())
+    tryDenial(id, cost, limits, slot) {
+      return denials.size === 0 ? undefined : denialAt(id, cost, limits, now(), slot)
     },
     leasePlan(id, cost, limit) {
       if (config.lease === false) return undefined
@@ -282,7 +308,8 @@ export function createLocalTier(
       const rate = rates.get(id)
       if (rate) rate.deniedAt = sentAt
       if (config.denyCacheSize === 0 || sentAt <= changedAt) return
-      denials.set(id, { until: sentAt + decision.retryAfterMs, cost, limits, decision: known(decision), at: sentAt })
+      const until = sentAt + decision.retryAfterMs
+      denials.set(id, { until, cost, limits, decision: known(decision), at: sentAt, dropped: false, aged: undefined })
     },
     addLease(id, storeKey, result, ttlMs, sentAt, cost, limit) {
       const previous = leases.get(id)
