@@ -3,6 +3,8 @@ import { runFleet } from '@fleetlimit/test-kit/fleet'
 import { expect } from 'chai'
 import fc from 'fast-check'
 import sinon from 'sinon'
+import type { DenyEntry } from '../../../packages/core/src/limiter/deny-cache.js'
+import { age, agedDenial } from '../../../packages/core/src/limiter/local-tier.js'
 import type { Lease } from '../../../packages/core/src/store/store.js'
 import { redisUrl } from '../../support/root-hooks.js'
 
@@ -274,5 +276,48 @@ describe('local tier', () => {
         { numRuns: 300 },
       )
     })
+  })
+})
+
+describe('a cached denial aged', () => {
+  it('is, for any figures and any instants, exactly the answer made anew, whichever answer it shares', () => {
+    // Microsecond grains, and whole milliseconds among them: the figures' edges are met exactly as well as passed.
+    const figure = fc.oneof(
+      fc.integer({ min: 1, max: 10_000_000 }),
+      fc.integer({ min: 1, max: 1e10 }).map((n) => n / 1000),
+    )
+    // A step back too: a clock that stepped back is not answered with a later instant's figures.
+    const step = fc.oneof(
+      fc.constantFrom(0, 1, -1),
+      fc.integer({ min: -1_000, max: 3_000 }).map((n) => n / 1000),
+    )
+    fc.assert(
+      fc.property(figure, figure, fc.array(step, { maxLength: 60 }), (a, b, steps) => {
+        const decision: Decision = {
+          allowed: false,
+          limit: 10,
+          remaining: 0,
+          retryAfterMs: Math.min(a, b),
+          resetMs: Math.max(a, b),
+          source: 'store',
+          policy: 'p',
+        }
+        const entry: DenyEntry = {
+          until: 0,
+          cost: 1,
+          limits: 10,
+          decision,
+          at: 0,
+          dropped: false,
+          aged: undefined,
+        }
+        let elapsed = 0
+        for (const step of steps) {
+          elapsed += step
+          expect(agedDenial(entry, elapsed)).to.deep.equal(age(decision, elapsed, 'local'))
+        }
+      }),
+      { numRuns: 1_000 },
+    )
   })
 })

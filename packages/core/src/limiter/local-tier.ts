@@ -139,7 +139,7 @@ function touch<V>(map: Map<string, V>, id: string, value: V, max: number) {
 }
 
 /** A decision `elapsed` ms on, from `source`: one new object, no spread, its fields in the decision's order. */
-function age(decision: Decision, elapsed: number, source: Decision['source']): Decision {
+export function age(decision: Decision, elapsed: number, source: Decision['source']): Decision {
   const aged: { -readonly [K in keyof Decision]: Decision[K] } = {
     allowed: decision.allowed,
     limit: decision.limit,
@@ -157,9 +157,9 @@ function age(decision: Decision, elapsed: number, source: Decision['source']): D
 
 /**
  * A cached denial `elapsed` ms on. The calls of one millisecond read the same figures, so they share the answer
- * made last, while its figures hold: a denied hot key costs no new object per call.
+ * made last while its figures hold: a denied hot key costs no new object per call.
  */
-function agedDenial(denial: DenyEntry, elapsed: number): Decision {
+export function agedDenial(denial: DenyEntry, elapsed: number): Decision {
   const { decision, aged } = denial
   if (
     aged !== undefined &&
@@ -309,7 +309,15 @@ export function createLocalTier(
       if (rate) rate.deniedAt = sentAt
       if (config.denyCacheSize === 0 || sentAt <= changedAt) return
       const until = sentAt + decision.retryAfterMs
-      denials.set(id, { until, cost, limits, decision: known(decision), at: sentAt, dropped: false, aged: undefined })
+      denials.set(id, {
+        until,
+        cost,
+        limits,
+        decision: known(decision),
+        at: sentAt,
+        dropped: false,
+        aged: undefined,
+      })
     },
     addLease(id, storeKey, result, ttlMs, sentAt, cost, limit) {
       const previous = leases.get(id)
