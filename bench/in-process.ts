@@ -76,6 +76,7 @@ const SUBJECTS: readonly Subject[] = [
  * async function, a Map lookup, a fresh answer object), and the same with the memory store's exact sliding log
  * in place of the counter (what the log's own bookkeeping adds), and that log's answer made as a limiter's must be:
  * the decision's public fields and a receipt that lets its limiter refund it (what an answer of ours adds).
+ * Each is called as the limiters are: a function that returns a promise of its answer, awaited by the same wrapper.
  */
 const FLOORS: readonly Subject[] = [
   {
@@ -83,8 +84,7 @@ const FLOORS: readonly Subject[] = [
     call: 'an async function: a Map lookup, a counter, a fresh answer',
     async create(limit, next) {
       const counts = new Map<string, { n: number }>()
-      return async () => {
-        const key = next()
+      const call = async (key: string) => {
         let entry = counts.get(key)
         if (entry === undefined) {
           entry = { n: 0 }
@@ -92,9 +92,9 @@ const FLOORS: readonly Subject[] = [
         }
         const allowed = entry.n < limit
         if (allowed) entry.n++
-        const answer = { allowed, remaining: limit - entry.n, retryAfterMs: 0, resetMs: WINDOW_MS }
-        return answer.allowed
+        return { allowed, remaining: limit - entry.n, retryAfterMs: 0, resetMs: WINDOW_MS }
       }
+      return async () => (await call(next())).allowed
     },
   },
   {
@@ -103,8 +103,7 @@ const FLOORS: readonly Subject[] = [
     async create(limit, next) {
       const logs = new Map<string, SlidingLog>()
       const origin = performance.timeOrigin
-      return async () => {
-        const key = next()
+      const call = async (key: string) => {
         let log = logs.get(key)
         if (log === undefined) {
           log = new SlidingLog()
@@ -114,8 +113,9 @@ const FLOORS: readonly Subject[] = [
         const used = log.used(now, WINDOW_MS)
         const allowed = used + 1 <= limit
         if (allowed) log.add(now, 1)
-        return log.result(now, limit, WINDOW_MS, 1, used, allowed).allowed
+        return log.result(now, limit, WINDOW_MS, 1, used, allowed)
       }
+      return async () => (await call(next())).allowed
     },
   },
   {
@@ -126,8 +126,7 @@ const FLOORS: readonly Subject[] = [
       const origin = performance.timeOrigin
       const owner = {}
       const counters = { decisions: 0, allowed: 0, denied: 0 }
-      return async () => {
-        const key = next()
+      const call = async (key: string) => {
         let plan = plans.get(key)
         if (plan === undefined) {
           plan = { id: key, log: new SlidingLog() }
@@ -154,8 +153,9 @@ const FLOORS: readonly Subject[] = [
           // What a refund of it needs: the plan, the units and the time they were recorded at.
           new Receipted(decision, { id: plan.id, units: 1, recorded }, owner)
         } else counters.denied++
-        return decision.allowed
+        return decision
       }
+      return async () => (await call(next())).allowed
     },
   },
 ]
@@ -265,7 +265,8 @@ function report(rows: readonly InProcessRow[], rounds: number, sliceMs: number):
     '',
     'The floors are no limiters: they show what the least work of a decision in this process costs on this ' +
       'machine, with a counter, with an exact sliding log, and with that log answering as fleetlimit must: a ' +
-      'plain decision object of its public fields, refundable by the limiter that made it.',
+      'plain decision object of its public fields, refundable by the limiter that made it. Each is called as ' +
+      'the limiters are: an async function of the key, whose answer the same wrapper awaits.',
     '',
     `| load | in flight | ${ALL.map((s) => s.limiter).join(' | ')} |`,
     `|---|---|${ALL.map(() => '---|').join('')}`,
