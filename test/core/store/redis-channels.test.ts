@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { ClientAdapter } from '../../../packages/core/src/store/clients/client-adapter.js'
-import { createRedisChannels } from '../../../packages/core/src/store/redis-channels.js'
+import { createRedisChannels, KEYS_PER_MESSAGE } from '../../../packages/core/src/store/redis-channels.js'
 
 /** An adapter's pub/sub alone: what was published, and each channel's subscriber, confirmed when `confirm` runs. */
 function fakePubSub() {
@@ -23,17 +23,53 @@ function fakePubSub() {
   return { adapter, published, subscribers, confirm }
 }
 
+const RESOLVED = Promise.resolve()
+
 describe('createRedisChannels', () => {
   it('announces units given back and changes with the keys as they are, on channels under the prefix', async () => {
     const { adapter, published } = fakePubSub()
     const channels = createRedisChannels(adapter, 'app')
     channels.announceUnitsBack(['a:{t}', 'b:{t}'])
     await channels.announceChange(['c'])
+    await Promise.resolve()
     expect(published).to.deep.equal([
-      ['app:units-back', 'a:{t} b:{t}'],
       ['app:changed', 'c'],
+      ['app:units-back', 'a:{t} b:{t}'],
     ])
     expect(channels.slotChannel).to.equal('app:slot-free')
+  })
+
+  it('sends the units given back by the calls answered together in one message, each key once, in bounded messages', async () => {
+    const { adapter, published } = fakePubSub()
+    const channels = createRedisChannels(adapter, 'app')
+    // Settles whose replies came together: their jobs are queued when the first one announces, so they all join.
+    await Promise.all(
+      [['a', 'b'], ['b', 'c'], ['d']].map((keys) => RESOLVED.then(() => channels.announceUnitsBack(keys))),
+    )
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(published).to.deep.equal([['app:units-back', 'a b c d']])
+    published.length = 0
+    // 10,000 settles of 2,500 keys at once: three messages, of 1,000, 1,000 and 500 keys.
+    for (let i = 0; i < 10_000; i++) channels.announceUnitsBack([`k${i % 2_500}`])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(published.map(([, message]) => message.split(' ').length)).to.deep.equal([1_000, 1_000, 500])
+    expect(new Set(published.flatMap(([, message]) => message.split(' '))).size).to.equal(2_500)
+    expect(KEYS_PER_MESSAGE).to.equal(1_000)
+  })
+
+  it('lets a publish that fails go: the settle is made, and nothing is left unhandled', async () => {
+    const failing = { publish: async () => Promise.reject(new Error('connection lost')) } as unknown as ClientAdapter
+    const unhandled: unknown[] = []
+    const record = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', record)
+    try {
+      createRedisChannels(failing, 'app').announceUnitsBack(['a'])
+      await new Promise((resolve) => setImmediate(resolve))
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('unhandledRejection', record)
+    }
+    expect(unhandled).to.deep.equal([])
   })
 
   it('subscribes once per channel, on the first listener; a units or slot listener hears `undefined` once confirmed', async () => {

@@ -31,6 +31,33 @@ function keysChannel(adapter: ClientAdapter, name: string, keysOf: (message: str
   }
 }
 
+/** The most keys in one message of a batched channel: a burst of settles sends a few messages of bounded size. */
+export const KEYS_PER_MESSAGE = 1_000
+
+const RESOLVED = Promise.resolve()
+
+/**
+ * `announce` once for the keys of the calls answered together: the first call queues a promise job (which no fake
+ * timers hold), and the calls made before it runs add their keys to the same messages, each key once.
+ */
+function batched(announce: (keys: readonly string[]) => Promise<void>) {
+  let pending: Set<string> | undefined
+  const flush = () => {
+    const keys = [...(pending as Set<string>)]
+    pending = undefined
+    for (let i = 0; i < keys.length; i += KEYS_PER_MESSAGE) {
+      announce(keys.slice(i, i + KEYS_PER_MESSAGE)).catch(() => {})
+    }
+  }
+  return (keys: readonly string[]) => {
+    if (pending === undefined) {
+      pending = new Set()
+      void RESOLVED.then(flush)
+    }
+    for (const key of keys) pending.add(key)
+  }
+}
+
 /** The Redis store's channels under `prefix`. */
 export function createRedisChannels(adapter: ClientAdapter, prefix: string) {
   // Resets and holds (and notes), so that every process's local tier drops what it cached of the keys (all of them
@@ -49,7 +76,7 @@ export function createRedisChannels(adapter: ClientAdapter, prefix: string) {
     slotChannel,
     announceChange: changes.announce,
     // Not awaited by a settle, which is made: a message lost with the connection leaves other waiters their wait.
-    announceUnitsBack: (keys: readonly string[]) => void unitsBack.announce(keys).catch(() => {}),
+    announceUnitsBack: batched(unitsBack.announce),
     onKeyChange: (listener: KeysListener) => changes.listen(listener, false),
     onSlotFree: (listener: KeysListener) => slotFrees.listen(listener, true),
     onUnitsBack: (listener: KeysListener) => unitsBack.listen(listener, true),
