@@ -69,12 +69,17 @@ export function createDenyCache(max: number): DenyCache {
     }
   }
 
-  function remove(id: string): void {
+  /** Lets `id`'s entry go, marked so that a plan that kept it looks again; false when none was cached. */
+  function drop(id: string): boolean {
     const entry = entries.get(id)
-    if (entry === undefined) return
+    if (entry === undefined) return false
     entry.dropped = true
     entries.delete(id)
-    if (id.includes(' ')) unindex(id)
+    return true
+  }
+
+  function remove(id: string): void {
+    if (drop(id) && id.includes(' ')) unindex(id)
   }
 
   return {
@@ -86,26 +91,17 @@ export function createDenyCache(max: number): DenyCache {
     },
     get: (id) => entries.get(id),
     set(id, entry) {
-      const previous = entries.get(id)
-      if (previous !== undefined) {
-        previous.dropped = true
-        entries.delete(id)
-      }
+      const replaced = drop(id)
       entry.dropped = false
       entries.set(id, entry)
-      if (previous === undefined && id.includes(' ')) index(id)
+      if (!replaced && id.includes(' ')) index(id)
       // Oldest first: a Map keeps insertion order, so this is a least-recently-used bound.
       if (entries.size > max) remove(entries.keys().next().value as string)
     },
     delete: remove,
     dropKeys(keys) {
       for (const key of keys) {
-        const entry = entries.get(key)
-        if (entry !== undefined) {
-          entry.dropped = true
-          entries.delete(key)
-          visits++
-        }
+        if (drop(key)) visits++
         const ids = byKey.get(key)
         if (ids === undefined) continue
         byKey.delete(key)
