@@ -89,6 +89,23 @@ describe('local tier', () => {
       expect(events.length, 'a decision event per call').to.equal(5)
     })
 
+    it('answers 10,000 calls at once on a denied key, each counted, with no store call', async () => {
+      const limiter = createRateLimiter({ store: memoryStore({ clock: () => Date.now() }), limit: 1, window: 1_000 })
+      await limiter.consume('k')
+      await limiter.consume('k')
+      const before = limiter.stats()
+      const answers = await Promise.all(Array.from({ length: 10_000 }, () => limiter.consume('k')))
+      expect(new Set(answers.map((d) => `${d.allowed} ${d.source} ${d.retryAfterMs}`))).to.deep.equal(
+        new Set(['false local 1000']),
+      )
+      const after = limiter.stats()
+      expect([after.decisions - before.decisions, after.localHits - before.localHits, after.storeCalls]).to.deep.equal([
+        10_000,
+        10_000,
+        before.storeCalls,
+      ])
+    })
+
     it('answers a kept plan’s next call from its denial only while the cache holds it', async () => {
       const store = memoryStore({ clock: () => Date.now() })
       const limiter = createRateLimiter({ store, limit: 1, window: 1_000, local: { denyCache: { size: 1 } } })
