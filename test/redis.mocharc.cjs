@@ -5,6 +5,8 @@ const all = require('../.mocharc.cjs')
 
 module.exports = {
   ...all,
+  // One process, on the one server (pnpm test runs files in parallel workers, a server each).
+  parallel: false,
   spec: ['test/core/**/*.test.ts', 'test/adapters/**/*.test.ts'],
   ignore: ['test/core/fleet.test.ts', 'test/core/demo-scenario.test.ts'],
 }

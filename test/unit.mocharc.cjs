@@ -4,6 +4,8 @@ const { require: rootHook, ...all } = require('../.mocharc.cjs')
 
 module.exports = {
   ...all,
+  // In seconds in one process: a worker per file would cost more than it saves.
+  parallel: false,
   spec: [
     'test/core/cli/args.test.ts',
     'test/core/cli/bin.test.ts',
