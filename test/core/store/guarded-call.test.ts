@@ -202,4 +202,37 @@ describe('guardedCall and its DeadlineQueue (fake timers)', () => {
     expect(guard.breaker.state).to.equal('open')
     expect(clock.countTimers()).to.equal(0)
   })
+
+  it('stamps the server called when it sends or refuses a call, and answered when the store read the reply', async () => {
+    const servers = createServerSet({ breaker: { failureThreshold: 1 } })
+    await clock.tickAsync(5)
+    const guard = servers.for('k')
+    expect([guard.calledAt, guard.answeredAt]).to.deep.equal([5, Number.NEGATIVE_INFINITY])
+    const queue = new DeadlineQueue(TIMEOUT_MS, connection)
+    await clock.tickAsync(10)
+    const { held, call } = heldCall<string>()
+    const answered = guardedCall(guard, queue, call, noObserver)
+    expect([guard.calledAt, held.deadline?.sentAt]).to.deep.equal([15, 15])
+    await clock.tickAsync(20)
+    // The store read the reply at 35 (runBefore sets receivedAt), and the guard sees it settle later.
+    ;(held.deadline as Deadline).receivedAt = 35
+    await clock.tickAsync(7)
+    held.answer?.('ok')
+    expect(await answered).to.equal('ok')
+    expect(guard.answeredAt).to.equal(35)
+    // A reply no store timed: the guard reads the clock as it settles.
+    const next = heldCall<string>()
+    const second = guardedCall(guard, queue, next.call, noObserver)
+    await clock.tickAsync(3)
+    next.held.answer?.('ok')
+    await second
+    expect(guard.answeredAt).to.equal(45)
+    // Refused by an open breaker: still a call to the server.
+    guard.breaker.failure()
+    await clock.tickAsync(1)
+    const refused = track(guardedCall(guard, queue, call, noObserver))
+    await clock.tickAsync(0)
+    expect(refused.error).to.be.instanceOf(ShortCircuit)
+    expect(guard.calledAt).to.equal(46)
+  })
 })

@@ -26,13 +26,16 @@ describe('createServerSet', () => {
     expect(servers.state).to.equal('open')
     expect(servers.openings).to.equal(1)
     // A server not called for max(10 s, twice the cool-down) is left out of the state: say a failed-over master.
+    // The guarded call stamps calledAt (see guarded-call.test.ts); a guard starts as called when it is made.
     now = 10_000
-    servers.for('a')
+    servers.for('a').calledAt = now
     expect(servers.state).to.equal('open')
     now = 10_001
-    servers.for('a')
+    servers.for('a').calledAt = now
     expect(servers.state).to.equal('closed')
-    const b = servers.for('b').breaker
+    const guardB = servers.for('b')
+    guardB.calledAt = now
+    const b = guardB.breaker
     expect(b.tryAcquire()).to.equal(true)
     expect(servers.state).to.equal('half-open')
     b.success()

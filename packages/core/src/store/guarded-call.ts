@@ -19,6 +19,11 @@ export interface Deadline {
   readonly at: number
   /** When the call was sent (performance.now() time), where the guard knows it. */
   readonly sentAt?: number
+  /**
+   * When the store read the call's reply (performance.now() time), where it knows it: the guard takes it as the
+   * server's answer time, with no second clock read in that tick.
+   */
+  receivedAt?: number | undefined
 }
 
 // A timer that runs this much later than due says that the event loop was busy, not the server slow.
@@ -61,11 +66,11 @@ export function guardedCall<T>(
 ): Promise<T> {
   if (!guard) return send(call, deadlines, undefined, observer, report)
   const { breaker, gate } = guard
-  if (!breaker.tryAcquire()) return Promise.reject(new ShortCircuit('the circuit breaker is open'))
+  if (!breaker.tryAcquire()) return Promise.reject(refused(guard, 'the circuit breaker is open'))
   const probe = breaker.state === 'half-open'
   if (!deadlines.connection.connected()) {
     breaker.failure()
-    return Promise.reject(new ShortCircuit('the store is not connected'))
+    return Promise.reject(refused(guard, 'the store is not connected'))
   }
   const waiting = gate.enter()
   if (!waiting) return send(call, deadlines, guard, observer, report)
@@ -73,10 +78,16 @@ export function guardedCall<T>(
     // The breaker may have opened while this call waited: the calls ahead of it timed out.
     if (breaker.state !== 'closed' && !probe) {
       gate.leave()
-      throw new ShortCircuit('the circuit breaker is open')
+      throw refused(guard, 'the circuit breaker is open')
     }
     return send(call, deadlines, guard, observer, report)
   })
+}
+
+/** A call the guard did not send: it still counts as a call to its server (see ServerGuard.calledAt). */
+function refused(guard: ServerGuard, reason: string): ShortCircuit {
+  guard.calledAt = performance.now()
+  return new ShortCircuit(reason)
 }
 
 function send<T>(
@@ -204,7 +215,7 @@ export class DeadlineQueue {
  * A call given up frees its slot then, not when a stalled server finally answers.
  */
 class PendingCall<T> implements Expiring {
-  readonly deadline: { at: number; readonly sentAt: number }
+  readonly deadline: { at: number; readonly sentAt: number; receivedAt: number | undefined }
   private readonly sentAt = performance.now()
   settled = false
   private extended = false
@@ -218,7 +229,13 @@ class PendingCall<T> implements Expiring {
     private readonly reject: (error: unknown) => void,
   ) {
     const { sentAt } = this
-    this.deadline = { at: sentAt + queue.ms, sentAt }
+    this.deadline = { at: sentAt + queue.ms, sentAt, receivedAt: undefined }
+    if (guard) guard.calledAt = sentAt
+  }
+
+  /** When the server answered: the store's reading of the reply, else now. */
+  private answeredAt(): number {
+    return this.deadline.receivedAt ?? performance.now()
   }
 
   readonly settle = (value: T): void => {
@@ -228,7 +245,7 @@ class PendingCall<T> implements Expiring {
       return
     }
     if (guard) {
-      guard.answeredAt = performance.now()
+      guard.answeredAt = this.answeredAt()
       guard.breaker.success()
       guard.gate.leave()
     }
@@ -244,7 +261,7 @@ class PendingCall<T> implements Expiring {
     }
     const { guard } = this
     if (guard) {
-      if (replyCode(error) !== undefined) guard.answeredAt = performance.now()
+      if (replyCode(error) !== undefined) guard.answeredAt = this.answeredAt()
       this.judge(guard, error)
       guard.gate.leave()
     }
@@ -357,6 +374,7 @@ export function createRunBefore(
       const sentAt = (attempt === 0 && given === undefined ? deadline?.sentAt : undefined) ?? performance.now()
       const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
       const receivedAt = performance.now()
+      if (deadline !== undefined) deadline.receivedAt = receivedAt
       clock.observe(reply.nowUs / 1000, sentAt, receivedAt)
       if (reply.status !== -1) return reply
       if (attempt > 0 || deadline === undefined || receivedAt >= deadlineOf(deadline, given)) {

@@ -16,6 +16,11 @@ export interface ServerGuard {
   readonly gate: CallGate
   /** When the server last answered a call (performance.now() time): a late call says less when others are answered. */
   answeredAt: number
+  /**
+   * When a call was last sent to the server or refused by its guard (performance.now() time, set by the guarded
+   * call): a server not called lately is left out of the set's state.
+   */
+  calledAt: number
 }
 
 export interface ServerSetOptions {
@@ -51,7 +56,7 @@ export function createServerSet(
 ): ServerSet {
   const breakerOptions = resolveBreakerOptions(options.breaker ?? {})
   const maxInFlight = checkInteger(options.maxInFlight ?? 128, 'redisStore.maxInFlight', 1, 100_000)
-  const servers = new Map<string, ServerGuard & { usedAt: number }>()
+  const servers = new Map<string, ServerGuard>()
   const events = createEmitter<BreakerEvents>()
   const recently = () => clock() - Math.max(10_000, 2 * breakerOptions.cooldownMs)
   return {
@@ -63,17 +68,17 @@ export function createServerSet(
         for (const event of ['open', 'close'] as const) {
           breaker.on(event, () => events.emit(event))
         }
-        entry = { breaker, gate: createCallGate(maxInFlight), answeredAt: Number.NEGATIVE_INFINITY, usedAt: 0 }
+        const gate = createCallGate(maxInFlight)
+        entry = { breaker, gate, answeredAt: Number.NEGATIVE_INFINITY, calledAt: clock() }
         servers.set(server, entry)
       }
-      entry.usedAt = clock()
       return entry
     },
     get state() {
       let worst: BreakerState = 'closed'
       const since = recently()
-      for (const { breaker, usedAt } of servers.values()) {
-        if (usedAt >= since && STATE_ORDER[breaker.state] > STATE_ORDER[worst]) worst = breaker.state
+      for (const { breaker, calledAt } of servers.values()) {
+        if (calledAt >= since && STATE_ORDER[breaker.state] > STATE_ORDER[worst]) worst = breaker.state
       }
       return worst
     },
