@@ -2,7 +2,16 @@
 // Every consume and acquire passes here; a memory store's answer comes back in the same tick.
 import type { Emitter } from '../common/emitter.js'
 import type { Mutable } from '../common/mutable.js'
-import type { LeaseRequest, RefundRequest, SlotRequest, Store, WindowResult } from '../store/store.js'
+import type { Deadline } from '../store/guarded-call.js'
+import type {
+  LeaseRequest,
+  RefundRequest,
+  SlotRequest,
+  Store,
+  StorePlan,
+  WindowRequest,
+  WindowResult,
+} from '../store/store.js'
 import type { Receipt } from './after-call.js'
 import { type CallPlan, requestsOf, windowRequests } from './call-plans.js'
 import { type Decision, enforce, toDecision } from './decision.js'
@@ -102,11 +111,23 @@ function lastAnswerKept(): (decision: Decision) => Promise<Decision> {
   }
 }
 
+/**
+ * A store's two decision calls, deadline first as the guard makes them: made once per limiter, so that a call passes
+ * its plan or its requests with no closure of its own.
+ */
+function storeCallsOf(store: Store) {
+  const decide = store.decide?.bind(store)
+  return {
+    decidePlan: decide && ((deadline: Deadline, plan: StorePlan) => decide(plan, deadline)),
+    consumeRequests: (deadline: Deadline, requests: WindowRequest[]) => store.consume(requests, deadline),
+  }
+}
+
 export function createDecide(deps: DecideDeps): Decide {
   const { store, caller, tier, counters, events, owner } = deps
   const compile = store.plan?.bind(store)
   const decideNow = deps.direct ? store.decideNow?.bind(store) : undefined
-  const decidePlan = store.decide?.bind(store)
+  const { decidePlan, consumeRequests } = storeCallsOf(store)
   // One lease call per key at a time: calls that arrive meanwhile wait for it and take its units.
   const leasing = new Map<string, Promise<unknown>>()
   const answerDenied = lastAnswerKept()
@@ -158,9 +179,9 @@ export function createDecide(deps: DecideDeps): Decide {
       }
       // The tier's clock is performance.now(): the store may take its reading as the decision's time.
       if (decideNow !== undefined) return caller.askNow(decideNow, storePlan, sentAt)
-      if (decidePlan !== undefined) return caller.ask(plan.key, (deadline) => decidePlan(storePlan, deadline))
+      if (decidePlan !== undefined) return caller.ask(plan.key, decidePlan, storePlan)
     }
-    return caller.ask(plan.key, (deadline) => store.consume(requests, deadline))
+    return caller.ask(plan.key, consumeRequests, requests)
   }
 
   /** Counts a decision, and lets the local tier remember a denial. */

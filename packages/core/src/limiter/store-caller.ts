@@ -16,8 +16,11 @@ export interface StoreCallCounters {
 }
 
 export interface StoreCaller {
-  /** Asks the store under the guard of the key's server (breaker, calls in flight, deadline). */
-  ask<T>(key: string, call: (deadline: Deadline) => Promise<T>): Promise<T>
+  /**
+   * Asks the store under the guard of the key's server (breaker, calls in flight, deadline); `call` gets `arg`
+   * too, so that a hot caller passes a function made once and its argument rather than a closure per call.
+   */
+  ask<T, A = undefined>(key: string, call: (deadline: Deadline, arg: A) => Promise<T>, arg?: A): Promise<T>
   /** Calls an in-process store's method that answers at once (no guard to pass: it cannot hang), counted alike. */
   askNow<A, B, T>(call: (a: A, b: B) => T, a: A, b: B): T
   /**
@@ -78,13 +81,13 @@ export function createStoreCaller(
    * An in-process store cannot hang and has no server to guard: its call is made as it is, with no timer. The
    * promise is chained only when something waits for the answer (a listener, or an outage to close).
    */
-  function askInProcess<T>(call: (deadline: Deadline) => Promise<T>): Promise<T> {
+  function askInProcess<T, A>(call: (deadline: Deadline, arg: A) => Promise<T>, arg: A): Promise<T> {
     observer.sent()
     const reporting = events.has('storeCall')
     const sentAt = reporting ? performance.now() : 0
     let sent: Promise<T>
     try {
-      sent = call(NO_DEADLINE)
+      sent = call(NO_DEADLINE, arg)
     } catch (error) {
       sent = Promise.reject(error)
     }
@@ -120,10 +123,17 @@ export function createStoreCaller(
 
   return {
     askNow,
-    ask: (key, call) =>
+    ask: <T, A>(key: string, call: (deadline: Deadline, arg: A) => Promise<T>, arg?: A) =>
       inProcess
-        ? askInProcess(call)
-        : guardedCall(servers?.for(key), deadlines, call, observer, events.has('storeCall') ? report : undefined),
+        ? askInProcess(call, arg as A)
+        : guardedCall(
+            servers?.for(key),
+            deadlines,
+            call,
+            observer,
+            events.has('storeCall') ? report : undefined,
+            arg as A,
+          ),
     failure(error, key, refund) {
       const kind =
         error instanceof ShortCircuit ? 'short-circuit' : error instanceof DeadlineExceeded ? 'timeout' : 'error'

@@ -57,14 +57,15 @@ export interface CallObserver {
  * `call` receives the deadline so that the store can refuse to record after it. On the hot path this is one
  * promise and one object per call (see PendingCall), and no timer: the caller's deadline queue has one.
  */
-export function guardedCall<T>(
+export function guardedCall<T, A = undefined>(
   guard: ServerGuard | undefined,
   deadlines: DeadlineQueue,
-  call: (deadline: Deadline) => Promise<T>,
+  call: (deadline: Deadline, arg: A) => Promise<T>,
   observer: CallObserver,
   report?: (outcome: CallOutcome, durationMs: number) => void,
+  arg?: A,
 ): Promise<T> {
-  if (!guard) return send(call, deadlines, undefined, observer, report)
+  if (!guard) return send(call, arg as A, deadlines, undefined, observer, report)
   const { breaker, gate } = guard
   if (!breaker.tryAcquire()) return Promise.reject(refused(guard, 'the circuit breaker is open'))
   const probe = breaker.state === 'half-open'
@@ -73,14 +74,14 @@ export function guardedCall<T>(
     return Promise.reject(refused(guard, 'the store is not connected'))
   }
   const waiting = gate.enter()
-  if (!waiting) return send(call, deadlines, guard, observer, report)
+  if (!waiting) return send(call, arg as A, deadlines, guard, observer, report)
   return waiting.then(() => {
     // The breaker may have opened while this call waited: the calls ahead of it timed out.
     if (breaker.state !== 'closed' && !probe) {
       gate.leave()
       throw refused(guard, 'the circuit breaker is open')
     }
-    return send(call, deadlines, guard, observer, report)
+    return send(call, arg as A, deadlines, guard, observer, report)
   })
 }
 
@@ -90,8 +91,9 @@ function refused(guard: ServerGuard, reason: string): ShortCircuit {
   return new ShortCircuit(reason)
 }
 
-function send<T>(
-  call: (deadline: Deadline) => Promise<T>,
+function send<T, A>(
+  call: (deadline: Deadline, arg: A) => Promise<T>,
+  arg: A,
   deadlines: DeadlineQueue,
   guard: ServerGuard | undefined,
   observer: CallObserver,
@@ -103,7 +105,7 @@ function send<T>(
     let sent: Promise<T>
     observer.sent()
     try {
-      sent = call(pending.deadline)
+      sent = call(pending.deadline, arg)
     } catch (error) {
       sent = Promise.reject(error)
     }
