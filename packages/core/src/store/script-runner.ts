@@ -35,18 +35,19 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   const sent = new Set<string>()
   // The EVAL of each script on each server until it is answered: the calls sent behind it meet its refusal.
   const loading = new Map<string, Promise<unknown>>()
-  type Call = readonly [script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[], binary: boolean]
+  type Keys = readonly string[]
+  type Args = readonly ScriptArgument[]
 
-  const evalSha = ([script, keys, args, binary]: Call) => adapter.evaluate('EVALSHA', script.sha1, keys, args, binary)
   const explain = createRefusalExplainer(adapter)
-  const evalSource = ([script, keys, args, binary]: Call) => adapter.evaluate('EVAL', script.lua, keys, args, binary)
-  const idOf = ([script, keys]: Call) => {
+  const evalSource = (script: LuaScript, keys: Keys, args: Args, binary: boolean) =>
+    adapter.evaluate('EVAL', script.lua, keys, args, binary)
+  const idOf = (script: LuaScript, keys: Keys) => {
     const server = adapter.serverOf(keys[0] ?? '')
     return server === '' ? script.sha1 : `${server} ${script.sha1}`
   }
 
-  function load(id: string, call: Call): Promise<unknown> {
-    const reply = evalSource(call)
+  function load(id: string, script: LuaScript, keys: Keys, args: Args, binary: boolean): Promise<unknown> {
+    const reply = evalSource(script, keys, args, binary)
     sent.add(id)
     loading.set(id, reply)
     const settled = (cached: boolean) => () => {
@@ -59,19 +60,20 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
     return reply
   }
 
-  async function run(call: Call, again = false): Promise<unknown> {
-    const id = idOf(call)
+  // A script's parts are passed as they are: a call builds nothing that the client does not send.
+  async function run(script: LuaScript, keys: Keys, args: Args, binary: boolean, again = false): Promise<unknown> {
+    const id = idOf(script, keys)
     if (!sent.has(id)) {
       // Awaited, as an EVALSHA is: calls answered in one read resolve in the order the server answered them.
       try {
-        return await load(id, call)
+        return await load(id, script, keys, args, binary)
       } catch (error) {
         throw await explain(error)
       }
     }
     const pending = loading.get(id)
     try {
-      return await evalSha(call)
+      return await adapter.evaluate('EVALSHA', script.sha1, keys, args, binary)
     } catch (error) {
       if (!isNoScript(error)) throw await explain(error)
       if (pending) {
@@ -86,13 +88,15 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
       // A server that lost its scripts: one call sends EVAL and the others EVALSHA behind it (once; then EVAL).
       if (!loading.has(id)) sent.delete(id)
       return again
-        ? await evalSource(call).catch(async (refused: unknown) => Promise.reject(await explain(refused)))
-        : run(call, true)
+        ? await evalSource(script, keys, args, binary).catch(async (refused: unknown) =>
+            Promise.reject(await explain(refused)),
+          )
+        : run(script, keys, args, binary, true)
     }
   }
   return {
-    run: (script, keys, args) => run([script, keys, args, false]),
-    runBuffer: (script, keys, args) => run([script, keys, args, true]) as Promise<Buffer>,
+    run: (script, keys, args) => run(script, keys, args, false),
+    runBuffer: (script, keys, args) => run(script, keys, args, true) as Promise<Buffer>,
   }
 }
 
