@@ -49,19 +49,22 @@ export function createCallBatcher(
 
   const flush = () => {
     scheduled = undefined
-    for (const calls of waiting.values()) void send(calls)
+    for (const calls of waiting.values()) send(calls)
     waiting.clear()
   }
 
-  async function send(calls: readonly Call[]): Promise<void> {
+  /** Sends calls of one group: a lone call as it is, several as one run. */
+  function send(calls: readonly Call[]): void {
     const [only] = calls
     running++
     if (calls.length === 1 && only) {
       const sent = runner.runBuffer(slidingLogScript, only.keys, [only.bytes])
       sent.then(answered, answered)
       sent.then(only.resolve, only.reject)
-      return
-    }
+    } else void sendRun(calls)
+  }
+
+  async function sendRun(calls: readonly Call[]): Promise<void> {
     let parts: Buffer[]
     try {
       const keys = calls.flatMap((call) => call.keys)
@@ -78,7 +81,7 @@ export function createCallBatcher(
       // Refused before it ran (NOPERM: a key the ACL user may not touch): nothing was recorded, so each call goes
       // alone and only the call that names that key fails. Any other refusal would refuse each call alike.
       if (error instanceof Error && error.message.startsWith('NOPERM')) {
-        for (const call of calls) void send([call])
+        for (const call of calls) send([call])
       } else {
         for (const call of calls) call.reject(error)
       }
@@ -99,7 +102,7 @@ export function createCallBatcher(
         calls.push({ keys, bytes, body, resolve, reject })
         if (calls.length >= maxBatch) {
           waiting.delete(group)
-          void send(calls)
+          send(calls)
         } else if (scheduled === undefined || (scheduled !== AFTER_CALLBACK && scheduled.stale)) {
           if (running === 0) {
             scheduled = AFTER_CALLBACK
