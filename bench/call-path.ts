@@ -36,6 +36,8 @@ const callCounts = (coverage: readonly ScriptCoverage[]) => {
     if (at === -1) continue
     const file = url.slice(at + '/packages/core/src/'.length)
     functions.forEach(({ functionName, ranges }, i) => {
+      // tsx's compiler names functions through a helper of its own, `__name`, which the built package has not.
+      if (functionName === '__name') return
       // The first range is the whole function: its count is how many times it was called.
       const count = ranges[0]?.count ?? 0
       if (count > 0) counts.set(`${file} ${functionName || `(anonymous #${i})`}`, count)
