@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import sinon from 'sinon'
 import {
   type Connection,
+  createRunBefore,
   type Deadline,
   DeadlineExceeded,
   DeadlineQueue,
@@ -234,5 +235,24 @@ describe('guardedCall and its DeadlineQueue (fake timers)', () => {
     await clock.tickAsync(0)
     expect(refused.error).to.be.instanceOf(ShortCircuit)
     expect(guard.calledAt).to.equal(46)
+  })
+
+  it('runBefore writes when it read each reply into the deadline, the retry’s after a late refusal too', async () => {
+    const runBefore = createRunBefore(() => '', connection, false)
+    const deadline: Deadline = { at: 1_000, sentAt: 0 }
+    // The first reply says the call reached the server after its deadline (-1); the retry's is an answer.
+    const statuses = [-1, 1]
+    const sentWith: number[] = []
+    const call = async (deadlineUs: number) => {
+      sentWith.push(deadlineUs)
+      await clock.tickAsync(5)
+      return { status: statuses.shift() as number, nowUs: performance.now() * 1000 }
+    }
+    const reply = await runBefore(call, 'k', deadline)
+    expect([reply.status, deadline.receivedAt, sentWith.length]).to.deep.equal([1, 10, 2])
+    // With no deadline, the server is sent none (0).
+    statuses.push(1)
+    expect((await runBefore(call, 'k', undefined)).status).to.equal(1)
+    expect([sentWith.length, sentWith[2]]).to.deep.equal([3, 0])
   })
 })
