@@ -6,7 +6,9 @@ import { keySlot, type RedisCluster, startRedisCluster } from '@fleetlimit/test-
 import { sleep } from '@fleetlimit/test-kit/sleep'
 import { expect } from 'chai'
 import { Cluster } from 'ioredis'
+import sinon from 'sinon'
 import { adaptClient } from '../../packages/core/src/store/clients/adapt-client.js'
+import type { ClientAdapter } from '../../packages/core/src/store/clients/client-adapter.js'
 import { describeStoreConformance } from '../support/conformance.js'
 import { describeHoldsAndRefunds } from '../support/holds.js'
 import { describePlans } from '../support/plans.js'
@@ -152,6 +154,31 @@ describe('Redis Cluster: three masters, one replica each, started by the test', 
     expect(decisions.filter((d) => d.source !== 'store')).to.deep.equal([])
     const evals = await Promise.all(masters.map(async (node) => (await commandCalls(node))('eval')))
     expect(evals).to.deep.equal([1, 1, 1])
+  })
+
+  it('a consume finds its key’s master once: the guard’s lookup routes the script and reads that master’s clock', async () => {
+    const serverOf = sinon.spy(adaptClient(client) as ClientAdapter, 'serverOf')
+    try {
+      const limiter = createRateLimiter({
+        store: redisStore(client, { prefix: uniquePrefix() }),
+        limit: 10,
+        window: '1m',
+        local: false,
+        timeoutMs: 10_000,
+      })
+      const tenants = ['acme', 'globex', 'initech', 'umbrella']
+      // The first call of each sends the script's text to its master (if none had it yet).
+      await Promise.all(tenants.map((tenant) => limiter.consume(tenant)))
+      serverOf.resetHistory()
+      for (const tenant of tenants) {
+        const decision = await limiter.consume(tenant)
+        expect([decision.source, decision.remaining], tenant).to.deep.equal(['store', 8])
+      }
+      expect(serverOf.callCount).to.equal(tenants.length)
+      expect(limiter.stats()).to.include({ storeErrors: 0 })
+    } finally {
+      serverOf.restore()
+    }
   })
 
   it('runs leases and the bucketed algorithm on the cluster', async () => {

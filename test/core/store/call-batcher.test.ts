@@ -24,6 +24,28 @@ describe('call batcher', () => {
     expect(runs).to.deep.equal([['a']])
   })
 
+  it('sends calls to the server their caller names, grouped as it says: no lookup of its own', async () => {
+    const runs: string[][] = []
+    const sentTo: (string | undefined)[] = []
+    const runner: ScriptRunner = {
+      run: () => Promise.reject(new Error('not used')),
+      runBuffer: (_script, keys, _args, server) => {
+        runs.push([...keys])
+        sentTo.push(server)
+        return Promise.resolve(Buffer.from(keys.join(',')))
+      },
+    }
+    const groupOf = sinon.spy((key: string) => key)
+    const batcher = createCallBatcher(runner, groupOf)
+    // The echo is no run's reply: calls sent as one run fail, after it was sent.
+    const named = ['a', 'b'].map((key) => batcher.run([key], Buffer.from(key), 1, 'm1', 'slot 7').catch(() => key))
+    expect(await Promise.all(named)).to.deep.equal(['a', 'b'])
+    expect([runs, sentTo, groupOf.callCount]).to.deep.equal([[['a', 'b']], ['m1'], 0])
+    // With neither, the batcher groups by its own groupOf, and the runner finds the server.
+    expect(String(await batcher.run(['c'], Buffer.from('c'), 1))).to.equal('c')
+    expect([runs.length, sentTo[1], groupOf.args]).to.deep.equal([2, undefined, [['c']]])
+  })
+
   it('does not stall once a flush went to a fake setImmediate that was then restored (sinon defaults)', async () => {
     const { runner, runs } = echoRunner()
     const batcher = createCallBatcher(runner, (key) => key)

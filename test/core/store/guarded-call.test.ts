@@ -255,4 +255,26 @@ describe('guardedCall and its DeadlineQueue (fake timers)', () => {
     expect((await runBefore(call, 'k', undefined)).status).to.equal(1)
     expect([sentWith.length, sentWith[2]]).to.deep.equal([3, 0])
   })
+
+  it('runBefore sends a call to the server its deadline names, with no lookup; a call with none is looked up', async () => {
+    const lookups: string[] = []
+    const runBefore = createRunBefore(
+      (key) => {
+        lookups.push(key)
+        return 'by key'
+      },
+      connection,
+      false,
+    )
+    const sentTo: (string | undefined)[] = []
+    const call = async (_deadlineUs: number, server: string | undefined) => {
+      sentTo.push(server)
+      return { status: 1, nowUs: performance.now() * 1000 }
+    }
+    await runBefore(call, 'k', { at: 1_000, sentAt: 0, server: 'guarded' })
+    await runBefore(call, 'k', { at: 1_000, sentAt: 0, server: '' })
+    await runBefore(call, 'k', { at: 1_000, sentAt: 0 })
+    await runBefore(call, 'k', undefined)
+    expect({ sentTo, lookups }).to.deep.equal({ sentTo: ['guarded', '', undefined, undefined], lookups: ['k', 'k'] })
+  })
 })

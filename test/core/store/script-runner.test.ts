@@ -2,6 +2,8 @@ import { createRateLimiter, type RateLimiter, redisStore } from '@fleetlimit/cor
 import { expect } from 'chai'
 import type { Redis } from 'ioredis'
 import sinon from 'sinon'
+import { adaptClient } from '../../../packages/core/src/store/clients/adapt-client.js'
+import type { ClientAdapter } from '../../../packages/core/src/store/clients/client-adapter.js'
 import { createScriptRunner } from '../../../packages/core/src/store/script-runner.js'
 import { bucketedScript } from '../../../packages/core/src/store/scripts.generated.js'
 import { serverPerTest } from '../../support/faults.js'
@@ -73,5 +75,15 @@ describe('createScriptRunner: NOSCRIPT behind an EVAL that got no answer', () =>
     expect(second.status).to.equal('fulfilled')
     expect((second as PromiseFulfilledResult<number[]>).value.slice(0, 2)).to.deep.equal([1, 9])
     expect(stub.getCalls().map((c) => c.args[0])).to.deep.equal(['EVAL', 'EVALSHA', 'EVAL'])
+  })
+
+  it('takes the server its caller names, and looks one up only when none is named', async () => {
+    const serverOf = sinon.spy(adaptClient(client) as ClientAdapter, 'serverOf')
+    const runner = createScriptRunner(client)
+    const keys = [`${uniquePrefix()}:b`]
+    const args = [10, 10_000, 10, 1, 'consume', 0, 0]
+    const named = (await runner.run(bucketedScript, keys, args, '')) as number[]
+    const found = (await runner.run(bucketedScript, keys, args)) as number[]
+    expect([named.slice(0, 2), found.slice(0, 2), serverOf.args]).to.deep.equal([[1, 9], [1, 8], [keys]])
   })
 })

@@ -8,13 +8,17 @@ interface Call {
   readonly keys: readonly string[]
   readonly bytes: Buffer
   readonly body: number
+  readonly server: string | undefined
   readonly resolve: (reply: Buffer) => void
   readonly reject: (error: unknown) => void
 }
 
 export interface CallBatcher {
-  /** Sends a call of lua/sliding-log.lua with the other calls of this turn of the event loop; its own reply. */
-  run(keys: readonly string[], bytes: Buffer, body: number): Promise<Buffer>
+  /**
+   * Sends a call of lua/sliding-log.lua with the other calls of this turn of the event loop; its own reply. The
+   * caller may give its keys' server and group where it knows them (see ScriptRunner, and groupOf).
+   */
+  run(keys: readonly string[], bytes: Buffer, body: number, server?: string, group?: string): Promise<Buffer>
 }
 
 const RESOLVED = Promise.resolve()
@@ -58,7 +62,7 @@ export function createCallBatcher(
     const [only] = calls
     running++
     if (calls.length === 1 && only) {
-      const sent = runner.runBuffer(slidingLogScript, only.keys, [only.bytes])
+      const sent = runner.runBuffer(slidingLogScript, only.keys, [only.bytes], only.server)
       sent.then(answered, answered)
       sent.then(only.resolve, only.reject)
     } else void sendRun(calls)
@@ -70,7 +74,8 @@ export function createCallBatcher(
       const keys = calls.flatMap((call) => call.keys)
       // The calls as one argument (each starts with its length): a client encodes each argument it sends, and
       // one per call cost ioredis more than the rest of the run.
-      const sent = runner.runBuffer(slidingLogScript, keys, [Buffer.concat(calls.map((call) => call.bytes))])
+      const bytes = Buffer.concat(calls.map((call) => call.bytes))
+      const sent = runner.runBuffer(slidingLogScript, keys, [bytes], calls[0]?.server)
       sent.then(answered, answered)
       const reply = await sent
       parts = splitRun(
@@ -91,15 +96,14 @@ export function createCallBatcher(
   }
 
   return {
-    run(keys, bytes, body) {
+    run(keys, bytes, body, server, group = groupOf(keys[0] ?? '')) {
       return new Promise<Buffer>((resolve, reject) => {
-        const group = groupOf(keys[0] ?? '')
         let calls = waiting.get(group)
         if (!calls) {
           calls = []
           waiting.set(group, calls)
         }
-        calls.push({ keys, bytes, body, resolve, reject })
+        calls.push({ keys, bytes, body, server, resolve, reject })
         if (calls.length >= maxBatch) {
           waiting.delete(group)
           send(calls)

@@ -24,6 +24,11 @@ export interface Deadline {
    * server's answer time, with no second clock read in that tick.
    */
   receivedAt?: number | undefined
+  /**
+   * The server the guard sent the call to (the client's name of it), where a guard sent it: the store reads that
+   * server's clock and routes its script by it, with no lookup of its own.
+   */
+  readonly server?: string | undefined
 }
 
 // A timer that runs this much later than due says that the event loop was busy, not the server slow.
@@ -217,7 +222,12 @@ export class DeadlineQueue {
  * A call given up frees its slot then, not when a stalled server finally answers.
  */
 class PendingCall<T> implements Expiring {
-  readonly deadline: { at: number; readonly sentAt: number; receivedAt: number | undefined }
+  readonly deadline: {
+    at: number
+    readonly sentAt: number
+    receivedAt: number | undefined
+    readonly server: string | undefined
+  }
   private readonly sentAt = performance.now()
   settled = false
   private extended = false
@@ -231,7 +241,7 @@ class PendingCall<T> implements Expiring {
     private readonly reject: (error: unknown) => void,
   ) {
     const { sentAt } = this
-    this.deadline = { at: sentAt + queue.ms, sentAt, receivedAt: undefined }
+    this.deadline = { at: sentAt + queue.ms, sentAt, receivedAt: undefined, server: guard?.server }
     if (guard) guard.calledAt = sentAt
   }
 
@@ -339,7 +349,8 @@ export interface TimedReply {
  * With `heldWrites` (node-redis writes a turn's commands at its end), a write held up by a busy event loop went out
  * after the call was given: readySince says so, and the queue counts the call's time from then, once, if it has not
  * moved the deadline already. A refusal then is retried with that deadline, erring early (the budget is measured
- * from when the call was given here, at or after it was sent).
+ * from when the call was given here, at or after it was sent). A guarded call's deadline names its server, which
+ * `call` gets to route by; a call with none (a store used on its own) reads the clock of `key`'s server.
  */
 export function createRunBefore(
   serverOf: (key: string) => string,
@@ -347,8 +358,7 @@ export function createRunBefore(
   heldWrites: boolean,
 ) {
   const clocks = new Map<string, ServerClock>()
-  const clockOf = (key: string) => {
-    const server = serverOf(key)
+  const clockOf = (server: string) => {
     let clock = clocks.get(server)
     if (!clock) {
       clock = createServerClock()
@@ -363,18 +373,19 @@ export function createRunBefore(
     return Math.max(deadline.at, ready + given.deadline - given.at)
   }
   return async function runBefore<R extends TimedReply>(
-    call: (deadlineUs: number) => Promise<R>,
+    call: (deadlineUs: number, server: string | undefined) => Promise<R>,
     key: string,
     deadline: Deadline | undefined,
   ): Promise<R> {
-    const clock = clockOf(key)
+    const server = deadline?.server
+    const clock = clockOf(server ?? serverOf(key))
     const given = deadline && heldWrites ? { at: performance.now(), deadline: deadline.at } : undefined
     for (let attempt = 0; ; attempt++) {
       const until = deadline === undefined ? undefined : deadlineOf(deadline, given)
       const serverDeadline = until === undefined ? undefined : clock.serverTimeAt(until)
       // The guard read the clock as it sent the call, in this same tick: the first attempt's time is that.
       const sentAt = (attempt === 0 && given === undefined ? deadline?.sentAt : undefined) ?? performance.now()
-      const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000))
+      const reply = await call(serverDeadline === undefined ? 0 : Math.floor(serverDeadline * 1000), server)
       const receivedAt = performance.now()
       if (deadline !== undefined) deadline.receivedAt = receivedAt
       clock.observe(reply.nowUs / 1000, sentAt, receivedAt)

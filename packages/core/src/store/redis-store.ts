@@ -100,7 +100,8 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
   )
   const runner = createScriptRunner(client)
   // The sliding-log calls this process makes at once go as one script run (per slot on a Cluster).
-  const batcher = createCallBatcher(runner, adapter.cluster ? (key) => String(clusterSlot(key)) : () => '')
+  const groupOf = adapter.cluster ? (key: string) => String(clusterSlot(key)) : () => ''
+  const batcher = createCallBatcher(runner, groupOf)
   // One watcher per client, however many stores share it: a store adds no listener of its own.
   const connection = adapter.watch()
   // node-redis writes a turn's commands at its end (see store/clients/): readySince then says when a held-up write
@@ -114,28 +115,34 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
 
   const keysOf = (requests: readonly WindowRequest[]) => requests.map((request) => `${prefix}:${request.key}`)
 
-  /** Sends a call of lua/sliding-log.lua with the deadline given; its reply for `windows` windows. */
-  const slidingLog = (keys: string[], bytes: Buffer, windows: number) => async (deadlineUs: number) => {
-    setDeadline(bytes, deadlineUs)
-    return readSlidingLog(await batcher.run(keys, bytes, replyBody(windows)), windows)
-  }
+  /**
+   * Sends a call of lua/sliding-log.lua with the deadline given, to the server runBefore names; its reply for
+   * `windows` windows. `group`: the batch group of `keys`, where a plan keeps it.
+   */
+  const slidingLog =
+    (keys: string[], bytes: Buffer, windows: number, group?: string) =>
+    async (deadlineUs: number, server: string | undefined) => {
+      setDeadline(bytes, deadlineUs)
+      return readSlidingLog(await batcher.run(keys, bytes, replyBody(windows), server, group), windows)
+    }
 
+  /** A consume or peek of `requests`; with `plan`, a consume of that plan's keys and bytes. */
   async function decide(
     requests: readonly WindowRequest[],
     mode: 'consume' | 'peek',
     deadline?: Deadline,
-    keys = keysOf(requests),
-    template?: Buffer,
+    plan?: RedisPlan,
   ): Promise<WindowResult[]> {
+    const keys = plan ? plan.keys : keysOf(requests)
     // A peek records nothing, so it needs no deadline.
     const until = mode === 'consume' ? deadline : undefined
     const [first] = requests
     if (first === undefined) return []
     if (requests.length === 1 && first.buckets !== undefined) {
       const { limit, windowMs, buckets, cost } = first
-      const call = async (deadlineUs: number) => {
+      const call = async (deadlineUs: number, server: string | undefined) => {
         const args = [limit, windowMs, buckets, cost, mode, deadlineUs, first.blockMs ?? 0]
-        const reply = numbers(await runner.run(bucketedScript, keys, args), bucketedScript)
+        const reply = numbers(await runner.run(bucketedScript, keys, args, server), bucketedScript)
         return { status: reply[0] as number, nowUs: reply[4] as number, reply }
       }
       const { reply } = await runBefore(call, first.key, until)
@@ -144,8 +151,9 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       return [mode === 'consume' && result.allowed ? { ...result, recorded: reply[4] as number } : result]
     }
     // A copy of the plan's bytes: each call writes its own deadline into them.
+    const template = plan?.bytes
     const bytes = template === undefined ? costWindowsCall(mode, requests) : Buffer.from(template)
-    return (await runBefore(slidingLog(keys, bytes, requests.length), first.key, until)).windows
+    return (await runBefore(slidingLog(keys, bytes, requests.length, plan?.group), first.key, until)).windows
   }
 
   /** Frees slots ('f') or extends them ('e', to `ms` from now): how many were still held. */
@@ -162,9 +170,9 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     keys.push(markerKey(keys[0] as string, id))
     const entries = requests.map((r) => ({ recordedUs: r.recorded, windowMs: scriptWindow(r), delta: r.delta }))
     const bytes = settleCall([...entries, { recordedUs: 0, windowMs: 0, delta: 0 }])
-    const call = async (deadlineUs: number) => {
+    const call = async (deadlineUs: number, server: string | undefined) => {
       setDeadline(bytes, deadlineUs)
-      return readSettle(await batcher.run(keys, bytes, replyBody(requests.length, true)), requests.length)
+      return readSettle(await batcher.run(keys, bytes, replyBody(requests.length, true), server), requests.length)
     }
     const { status, used } = await runBefore(call, first.key, deadline)
     const outcome = SETTLE_OUTCOMES[status]
@@ -207,9 +215,9 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
       if (first.buckets !== undefined) {
         keys.push(markerKey(keys[0] as string, id, 'refund'))
         const args = [1, first.windowMs, first.buckets, units, 'refund', 0, 0, first.recorded]
-        const call = async (deadlineUs: number) => {
+        const call = async (deadlineUs: number, server: string | undefined) => {
           args[5] = deadlineUs
-          const reply = numbers(await runner.run(bucketedScript, keys, args), bucketedScript)
+          const reply = numbers(await runner.run(bucketedScript, keys, args, server), bucketedScript)
           return { status: reply[0] as number, nowUs: reply[4] as number, marked: reply[1] === 2 }
         }
         const reply = await runBefore(call, first.key, deadline)
@@ -249,7 +257,7 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
     lastError: connection.lastError,
     readySince: connection.readySince,
   }
-  return guardStore(withPlans(store, keysOf, decide), servers)
+  return guardStore(withPlans(store, keysOf, groupOf, decide), servers)
 }
 
 /**
@@ -259,21 +267,23 @@ export function redisStore(client: RedisStoreClient, options: RedisStoreOptions 
 function withPlans(
   store: Store,
   keysOf: (requests: readonly WindowRequest[]) => string[],
+  groupOf: (key: string) => string,
   decide: (
     requests: readonly WindowRequest[],
     mode: 'consume',
-    deadline?: Deadline,
-    keys?: string[],
-    template?: Buffer,
+    deadline: Deadline | undefined,
+    plan: RedisPlan,
   ) => Promise<WindowResult[]>,
 ): Store {
   const planOf = (requests: readonly WindowRequest[]): RedisPlan => {
     const [first] = requests
     const bucketed = requests.length === 1 && first?.buckets !== undefined
     const now = Date.now()
+    const keys = keysOf(requests)
     return {
       requests,
-      keys: keysOf(requests),
+      keys,
+      group: groupOf(keys[0] ?? ''),
       bytes: bucketed ? undefined : costWindowsCall('consume', requests, now),
       ...startsValid(requests, now),
     }
@@ -290,19 +300,20 @@ function withPlans(
             Object.assign(plan, startsValid(plan.requests, now))
           }
         }
-        return decide(plan.requests, 'consume', deadline, plan.keys, plan.bytes)
+        return decide(plan.requests, 'consume', deadline, plan)
       },
     },
   })
 }
 
 /**
- * A redisStore's plan of a key's calls: its requests, their keys with the prefix, and the bytes of a consume of
- * lua/sliding-log.lua (with no deadline yet), when the script is that one; with calendar windows, the caller's
- * time span (ms) in which those bytes name the current period.
+ * A redisStore's plan of a key's calls: its requests, their keys with the prefix and batch group (on a Cluster, their
+ * slot), and the bytes of a consume of lua/sliding-log.lua (with no deadline yet), when the script is that one; with
+ * calendar windows, the caller's time span (ms) in which those bytes name the current period.
  */
 interface RedisPlan extends StorePlan {
   readonly keys: string[]
+  readonly group: string
   bytes: Buffer | undefined
   from: number
   until: number

@@ -10,10 +10,19 @@ export interface LuaScript {
   readonly lua: string
 }
 
+/**
+ * A script call: `server`, where the caller knows it (the client's name of the server its keys are on, as the
+ * adapter's serverOf gives it), saves looking it up again.
+ */
 export interface ScriptRunner {
-  run(script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>
+  run(script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[], server?: string): Promise<unknown>
   /** The same, for a script that replies with one binary string: the reply as a Buffer. */
-  runBuffer(script: LuaScript, keys: readonly string[], args: readonly ScriptArgument[]): Promise<Buffer>
+  runBuffer(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly ScriptArgument[],
+    server?: string,
+  ): Promise<Buffer>
 }
 
 /**
@@ -41,10 +50,8 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   const explain = createRefusalExplainer(adapter)
   const evalSource = (script: LuaScript, keys: Keys, args: Args, binary: boolean) =>
     adapter.evaluate('EVAL', script.lua, keys, args, binary)
-  const idOf = (script: LuaScript, keys: Keys) => {
-    const server = adapter.serverOf(keys[0] ?? '')
-    return server === '' ? script.sha1 : `${server} ${script.sha1}`
-  }
+  const idOf = (script: LuaScript, keys: Keys, server = adapter.serverOf(keys[0] ?? '')) =>
+    server === '' ? script.sha1 : `${server} ${script.sha1}`
 
   function load(id: string, script: LuaScript, keys: Keys, args: Args, binary: boolean): Promise<unknown> {
     const reply = evalSource(script, keys, args, binary)
@@ -61,8 +68,15 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
   }
 
   // A script's parts are passed as they are: a call builds nothing that the client does not send.
-  async function run(script: LuaScript, keys: Keys, args: Args, binary: boolean, again = false): Promise<unknown> {
-    const id = idOf(script, keys)
+  async function run(
+    script: LuaScript,
+    keys: Keys,
+    args: Args,
+    binary: boolean,
+    server: string | undefined,
+    again = false,
+  ): Promise<unknown> {
+    const id = idOf(script, keys, server)
     if (!sent.has(id)) {
       // Awaited, as an EVALSHA is: calls answered in one read resolve in the order the server answered them.
       try {
@@ -91,12 +105,12 @@ export function createScriptRunner(client: RedisStoreClient): ScriptRunner {
         ? await evalSource(script, keys, args, binary).catch(async (refused: unknown) =>
             Promise.reject(await explain(refused)),
           )
-        : run(script, keys, args, binary, true)
+        : run(script, keys, args, binary, server, true)
     }
   }
   return {
-    run: (script, keys, args) => run(script, keys, args, false),
-    runBuffer: (script, keys, args) => run(script, keys, args, true) as Promise<Buffer>,
+    run: (script, keys, args, server) => run(script, keys, args, false, server),
+    runBuffer: (script, keys, args, server) => run(script, keys, args, true, server) as Promise<Buffer>,
   }
 }
 

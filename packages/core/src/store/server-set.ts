@@ -12,6 +12,8 @@ import {
 
 /** What guards the calls to one server: its circuit breaker and the bound on its calls in flight. */
 export interface ServerGuard {
+  /** The server's name (the client's, such as 'host:port' on a Cluster; '' for a single server). */
+  readonly server: string
   readonly breaker: CircuitBreaker
   readonly gate: CallGate
   /** When the server last answered a call (performance.now() time): a late call says less when others are answered. */
@@ -69,7 +71,7 @@ export function createServerSet(
           breaker.on(event, () => events.emit(event))
         }
         const gate = createCallGate(maxInFlight)
-        entry = { breaker, gate, answeredAt: Number.NEGATIVE_INFINITY, calledAt: clock() }
+        entry = { server, breaker, gate, answeredAt: Number.NEGATIVE_INFINITY, calledAt: clock() }
         servers.set(server, entry)
       }
       return entry
