@@ -28,7 +28,16 @@ process.once('message', async (config: FleetWorkerConfig) => {
   // the clock Redis's TIME reads (Date.now may be skewed on purpose, so it is not used).
   const wallNow = () => performance.timeOrigin + performance.now()
   if (redis.status !== 'ready') await once(redis, 'ready')
-  await limiter.peek(config.key)
+  // The warm-up is not measured: on a busy machine its first call (the script's text, a Cluster's slots) may take
+  // longer than timeoutMs, so it is tried again, a few times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await limiter.peek(config.key)
+      break
+    } catch (error) {
+      if (attempt === 5) throw error
+    }
+  }
   await send({ type: 'ready' })
   await new Promise((resolve) => process.once('message', resolve))
 
