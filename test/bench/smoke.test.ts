@@ -167,6 +167,7 @@ describe('bench parts at a tiny size', () => {
       ['admitted 1', 'admitted 100', 'denied 1', 'denied 100'].flatMap((cell) =>
         [
           'fleetlimit',
+          'fleetlimit: the store alone',
           'rate-limiter-flexible',
           'express-rate-limit',
           'floor: counter',
